@@ -1,0 +1,196 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+func init() { register(newExplainCmd) }
+
+func newExplainCmd() *cobra.Command {
+	var server, kind, name, principal, format string
+	c := &cobra.Command{
+		Use:   "explain (DIR | TABLE) --server S --kind tool|prompt|resource --name N",
+		Short: "Show the decision for one item, the rule that made it and the rules it beat",
+		Long: `Explain one decision: compile the policy in DIR (or read a compiled TABLE) and
+show what the gateway would decide for a principal calling, fetching or listing
+one item, the rule or default that decided it with its origin, and every
+other matching rule it beat, in every scope that applies.
+
+With --format json the output is an object with at least "decision" ("allow",
+"approve" or "deny") and "rule" (null when a default decided, else an object
+with "origin").
+
+Examples:
+  policyc explain examples/team --server linear --kind tool --name save_issue
+  policyc explain table.json --server github --kind tool --name merge_pull_request --principal alice
+  policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
+		Args: argsRange(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, ok := runtime.ParseKind(kind)
+			if !ok {
+				return usageErrorf("--kind must be tool, prompt or resource, got %q", kind)
+			}
+			if server == "" || name == "" {
+				return usageErrorf("--server and --name are required (see 'policyc explain --help')")
+			}
+			if format != "text" && format != "json" {
+				return usageErrorf("--format must be text or json, got %q", format)
+			}
+			t, root, err := loadPolicyOrTable(args[0], c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			ex := t.Explain(principal, server, k, name)
+			if format == "json" {
+				return writeExplainJSON(c.OutOrStdout(), ex)
+			}
+			writeExplainText(c.OutOrStdout(), root, principal, server, kind, name, ex)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&server, "server", "", "the MCP server, by its name in mcp_servers")
+	f.StringVar(&kind, "kind", "tool", "tool, prompt or resource")
+	f.StringVar(&name, "name", "", "the tool or prompt name, or the resource URI")
+	f.StringVar(&principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
+	f.StringVar(&format, "format", "text", "text or json")
+	return c
+}
+
+// loadPolicyOrTable compiles a policy directory or reads a table file, and
+// returns the loaded table and the directory origins are relative to.
+func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, error) {
+	st, err := os.Stat(arg)
+	if err != nil {
+		return nil, "", failuref("%v", err)
+	}
+	if st.IsDir() {
+		res, err := compileDir(arg, stderr)
+		if err != nil {
+			return nil, "", err
+		}
+		t, err := runtime.Load(res.Table)
+		if err != nil {
+			return nil, "", failuref("load compiled table: %v", err)
+		}
+		return t, res.Table.Source.PolicyPath, nil
+	}
+	b, err := os.ReadFile(arg)
+	if err != nil {
+		return nil, "", failuref("%v", err)
+	}
+	t, err := runtime.LoadUnsigned(b)
+	if err != nil {
+		return nil, "", failuref("%s: %v", arg, err)
+	}
+	return t, t.Source().Source.PolicyPath, nil
+}
+
+type explainRule struct {
+	Scope   string `json:"scope"`
+	Effect  string `json:"effect"`
+	Pattern string `json:"pattern"`
+	Origin  string `json:"origin"`
+}
+
+type explainJSON struct {
+	Decision               string        `json:"decision"`
+	Reason                 string        `json:"reason"`
+	Scope                  string        `json:"scope,omitempty"`
+	Rule                   *explainRule  `json:"rule"`
+	Origin                 string        `json:"origin,omitempty"`
+	ApprovalTimeoutSeconds int           `json:"approval_timeout_seconds,omitempty"`
+	ApprovalChannel        string        `json:"approval_channel,omitempty"`
+	ConsentChannel         string        `json:"consent_channel,omitempty"`
+	Scopes                 []string      `json:"scopes"`
+	Beaten                 []explainRule `json:"beaten"`
+}
+
+func writeExplainJSON(w io.Writer, ex runtime.Explanation) error {
+	d := ex.Decision
+	out := explainJSON{
+		Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope, Origin: d.Origin,
+		ApprovalTimeoutSeconds: d.ApprovalTimeoutSeconds, ApprovalChannel: d.ApprovalChannel,
+		ConsentChannel: d.ConsentChannel, Scopes: ex.Scopes, Beaten: []explainRule{},
+	}
+	if out.Scopes == nil {
+		out.Scopes = []string{}
+	}
+	if d.Rule != nil {
+		out.Rule = &explainRule{Scope: d.Scope, Effect: d.Rule.Effect, Pattern: d.Rule.Pattern, Origin: d.Rule.Origin}
+	}
+	for _, m := range ex.Beaten {
+		out.Beaten = append(out.Beaten, explainRule{Scope: m.Scope, Effect: m.Rule.Effect, Pattern: m.Rule.Pattern, Origin: m.Rule.Origin})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+func writeExplainText(w io.Writer, root, principal, server, kind, name string, ex runtime.Explanation) {
+	d := ex.Decision
+	where := func(origin string) string {
+		if origin == "" {
+			return "built in"
+		}
+		if root == "" || root == "." || strings.HasPrefix(origin, "/") {
+			return origin
+		}
+		return path.Join(root, origin)
+	}
+	who := principal
+	if who == "" {
+		who = "(any principal)"
+	}
+	fmt.Fprintf(w, "%s %s %q on %s for %s\n", d.Effect, kind, name, server, who)
+	switch d.Reason {
+	case runtime.ByRule:
+		fmt.Fprintf(w, "  decided by: %s %q (%s scope) at %s\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
+	case runtime.ByDefault:
+		if d.Scope == runtime.ServerScope {
+			fmt.Fprintf(w, "  decided by: the %s default of %s (%s)\n", kind, server, where(d.Origin))
+		} else {
+			fmt.Fprintf(w, "  decided by: not on the allow_list of %s (%s)\n", d.Scope, where(d.Origin))
+		}
+	default:
+		fmt.Fprintf(w, "  decided by: %s\n", d.Reason)
+	}
+	if d.Effect == runtime.Approve {
+		fmt.Fprintf(w, "  approval:   held up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)
+	}
+	if d.Consent {
+		fmt.Fprintf(w, "  consent:    read needs consent through channel %q (SEP-1865)\n", d.ConsentChannel)
+	}
+	if len(ex.Scopes) > 0 {
+		fmt.Fprintf(w, "  scopes:     %s\n", strings.Join(ex.Scopes, ", "))
+	}
+	for i, m := range ex.Beaten {
+		label := "beat:      "
+		if i > 0 {
+			label = "           "
+		}
+		fmt.Fprintf(w, "  %s %s %q (%s scope) at %s\n", label, listName(m.Rule.Effect), m.Rule.Pattern, m.Scope, where(m.Rule.Origin))
+	}
+}
+
+// listName is the policy key a rule of an effect was written under.
+func listName(effect string) string {
+	switch effect {
+	case table.Deny:
+		return "deny_list"
+	case table.Approve:
+		return "approval_list"
+	}
+	return "allow_list"
+}

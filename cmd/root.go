@@ -1,0 +1,82 @@
+// Package cmd is the policyc command line. Commands write only to the
+// writers they are given, so tests run them in-process and capture output.
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs policyc with os.Args and returns the exit code.
+func Main() int {
+	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs policyc with args and the given streams and returns the exit
+// code. Errors are printed here, once.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.err != errSilent {
+		fmt.Fprintf(stderr, "policyc: %v\n", err)
+	}
+	return exitCode(err)
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "policyc",
+		Short: "Compile, lint, sign and enforce MCP access policy kept in Git",
+		Long: `policyc checks MCP access policy written in CUE (which tools an agent may call,
+which need a human's approval, which prompts and resources it may see), compiles
+it into a frozen decision table, and enforces that table in a gateway.
+
+Exit codes:
+  0  success
+  1  the policy has problems (compile errors, lint findings at the fail level)
+  2  usage error (bad flags or arguments)
+  3  the tool failed (I/O, unreadable table); says nothing about the policy
+  4  policyc diff: some decisions change`,
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd())
+	}
+	return root
+}
+
+// commands are the subcommand constructors; each command's file registers
+// its own in an init function, so commands stay one file each.
+var commands []func() *cobra.Command
+
+func register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+
+// exactArgs and friends return usage errors with the right exit code.
+func argsRange(lo, hi int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			if lo == hi {
+				return usageErrorf("%s takes %d argument(s), got %d (see '%s --help')", c.Name(), lo, len(args), c.CommandPath())
+			}
+			return usageErrorf("%s takes %d to %d arguments, got %d (see '%s --help')", c.Name(), lo, hi, len(args), c.CommandPath())
+		}
+		return nil
+	}
+}

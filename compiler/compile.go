@@ -1,0 +1,276 @@
+// Package compiler turns CUE policy sources into a checked Policy and a
+// frozen decision table.
+//
+// It reports every problem it finds, not just the first, each as a
+// Diagnostic with a position, a stable code and a severity; a table is
+// produced only when there is no error. It never reads the clock: the same
+// sources and compiler version give the same table bytes.
+package compiler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+
+	"github.com/policyc/policyc/runtime/table"
+	"github.com/policyc/policyc/schema"
+)
+
+// Version is the compiler version recorded in every table.
+const Version = "0.1.0"
+
+// DefaultApprovalTimeout is approval_timeout_seconds when a policy sets none.
+const DefaultApprovalTimeout = 300
+
+// Input is what to compile.
+type Input struct {
+	// Files are the policy sources; names are relative to the policy root.
+	Files []File
+	// Source is the provenance recorded in the table (policy path, and the
+	// commit when compiled from git).
+	Source table.Source
+	// Serial is recorded in the table; see docs/git.md for how it is derived.
+	Serial uint64
+}
+
+// Result is the outcome of a compilation.
+type Result struct {
+	// Diagnostics are sorted by position.
+	Diagnostics []Diagnostic
+	// Policy is the checked policy, nil when the sources could not be read
+	// as one.
+	Policy *Policy
+	// Table is the decision table, nil when there is any error.
+	Table *table.Table
+}
+
+// compilation is the state of one Compile call.
+type compilation struct {
+	ctx        *cue.Context
+	schemaFile string
+	policyDef  cue.Value
+	parsed     *parsed
+	badKeys    map[string]bool
+	diags      []Diagnostic
+}
+
+func (c *compilation) add(d Diagnostic) { c.diags = append(c.diags, d) }
+
+// Compile checks the policy sources and, when they hold no error, freezes
+// them into a table.
+func Compile(in Input) *Result {
+	c := &compilation{ctx: cuecontext.New(), schemaFile: schema.Filename, badKeys: map[string]bool{}}
+	res := &Result{}
+	defer func() {
+		SortDiagnostics(c.diags)
+		res.Diagnostics = c.diags
+	}()
+	if len(in.Files) == 0 {
+		c.add(Diagnostic{Pos: Position{File: "."}, Code: CodeNoPolicy, Severity: Error,
+			Message:    "no .cue files in the policy directory",
+			Suggestion: "point policyc at the directory that holds the policy, or run `policyc init` to create one"})
+		return res
+	}
+	sch := c.ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
+	if err := sch.Err(); err != nil {
+		panic("embedded schema does not compile: " + err.Error())
+	}
+	c.policyDef = sch.LookupPath(cue.ParsePath("#Policy"))
+
+	c.parsed = c.parseFiles(in.Files)
+	c.checkKeys(c.parsed)
+	if HasErrors(c.diags) && len(c.parsed.files) < len(in.Files) {
+		// Some files did not parse: evaluating the rest would report
+		// follow-on errors about what the broken files define.
+		return res
+	}
+	inst := c.instance(c.parsed)
+	v := c.ctx.BuildInstance(inst)
+	if err := v.Err(); err != nil {
+		c.cueErrors(err, CodeType)
+		return res
+	}
+	if err := c.policyDef.Unify(v).Validate(cue.Concrete(true)); err != nil {
+		c.cueErrors(err, CodeType)
+	}
+	if HasErrors(c.diags) {
+		return res
+	}
+	p := decoder{c}.policy(v)
+	c.check(p)
+	res.Policy = p
+	if HasErrors(c.diags) {
+		return res
+	}
+	res.Table = Freeze(p, in.Source, in.Serial)
+	return res
+}
+
+// check reports what the schema cannot express: references between parts
+// of the policy, and approvals or consent that no human can give.
+func (c *compilation) check(p *Policy) {
+	// Every channel reference names a defined channel.
+	var globalChannel *Setting
+	if p.Global != nil {
+		if a := p.Global.Servers[table.AllServers]; a != nil && a.Access[table.KindTool] != nil {
+			globalChannel = a.Access[table.KindTool].Channel
+		}
+	}
+	type ref struct {
+		s    *Setting
+		what string
+		path string
+	}
+	var refs []ref
+	if globalChannel != nil {
+		refs = append(refs, ref{globalChannel, "approval", "global.access.tool.approval_channel"})
+	}
+	for _, name := range sortedNames(p.Servers) {
+		s := p.Servers[name]
+		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
+			refs = append(refs, ref{tool.Channel, "approval", tool.Path + ".approval_channel"})
+		}
+		if s.UI != nil && s.UI.ConsentChannel.Value != "" {
+			refs = append(refs, ref{&s.UI.ConsentChannel, "consent", "mcp_servers." + name + ".ui.consent_channel"})
+		}
+	}
+	for _, r := range refs {
+		if _, ok := p.Channels[r.s.Value]; !ok {
+			c.add(Diagnostic{Pos: r.s.Pos, Code: CodeUnknownChannel, Severity: Error, Path: r.path,
+				Message:    fmt.Sprintf("%s: %s channel %q is not defined in approval_channels", r.path, r.what, r.s.Value),
+				Suggestion: suggestion("define it under approval_channels, or use one of", sortedNames(p.Channels))})
+		}
+	}
+	// reaches reports whether a reference ends at a human. An undefined
+	// channel counts as reaching one here: it is already an error above.
+	reaches := func(r *Setting) bool {
+		if r == nil {
+			return false
+		}
+		ch, ok := p.Channels[r.Value]
+		return !ok || ch.ReachesHuman
+	}
+	served := map[string]bool{}
+	for _, name := range sortedNames(p.Servers) {
+		s := p.Servers[name]
+		ch := globalChannel
+		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
+			ch = tool.Channel
+		}
+		served[name] = reaches(ch)
+		if s.UI == nil || len(s.UI.Allow) == 0 {
+			continue
+		}
+		path := "mcp_servers." + name + ".ui"
+		switch {
+		case s.UI.ConsentChannel.Value == "":
+			c.add(Diagnostic{Pos: s.UI.Pos, Code: CodeUINoConsent, Severity: Error, Path: path,
+				Message:    fmt.Sprintf("%s: ui:// resources are allowlisted but no consent_channel is set, so every one of them would be denied", path),
+				Suggestion: "set consent_channel to a channel that reaches a human (for example the approvals page), or remove the allowlist"})
+		case !reaches(&s.UI.ConsentChannel):
+			c.add(Diagnostic{Pos: s.UI.ConsentChannel.Pos, Code: CodeUINoConsent, Severity: Error, Path: path + ".consent_channel",
+				Message:    fmt.Sprintf("%s.consent_channel: channel %q does not reach a human, so consent can never be given", path, s.UI.ConsentChannel.Value),
+				Suggestion: "use a channel with reaches_human: true"})
+		}
+	}
+	// Every approval_list must end at a human, for every server it applies to.
+	checkApprovals := func(a *Access, servers []string) {
+		if a == nil || a.Approval == nil || len(a.Approval.Entries) == 0 {
+			return
+		}
+		var unserved []string
+		for _, s := range servers {
+			if !served[s] {
+				unserved = append(unserved, s)
+			}
+		}
+		if len(unserved) == 0 {
+			return
+		}
+		c.add(Diagnostic{Pos: a.Approval.Pos, Code: CodeApprovalNoHuman, Severity: Error, Path: a.Approval.Path,
+			Message: fmt.Sprintf("%s: calls would be held for approval, but %s no approval channel that reaches a human, so no one could ever approve them",
+				a.Approval.Path, plural(unserved, "server %s has", "servers %s have")),
+			Suggestion: "set approval_channel (on the server or in global.access.tool) to a channel with reaches_human: true, such as approvals_page: {}"})
+	}
+	all := sortedNames(p.Servers)
+	for _, name := range all {
+		checkApprovals(p.Servers[name].Access[table.KindTool], []string{name})
+	}
+	for _, sc := range p.scopes() {
+		for _, sname := range sortedNames(sc.Servers) {
+			ss := sc.Servers[sname]
+			if sname == table.AllServers {
+				checkApprovals(ss.Access[table.KindTool], all)
+				continue
+			}
+			if _, ok := p.Servers[sname]; !ok {
+				path := scopePath(sc.Name) + ".mcp_servers." + sname
+				c.add(Diagnostic{Pos: ss.Pos, Code: CodeUnknownServer, Severity: Warning, Path: path,
+					Message:    fmt.Sprintf("%s: server %q is not defined in mcp_servers, so these rules never apply", path, sname),
+					Suggestion: suggestion("check the name; defined servers are", all)})
+				continue
+			}
+			checkApprovals(ss.Access[table.KindTool], []string{sname})
+		}
+	}
+}
+
+// scopes returns the narrowing scopes in evaluation order.
+func (p *Policy) scopes() []*Scope {
+	var out []*Scope
+	if p.Global != nil {
+		out = append(out, p.Global)
+	}
+	for _, n := range sortedNames(p.Groups) {
+		out = append(out, p.Groups[n])
+	}
+	for _, n := range sortedNames(p.Principals) {
+		out = append(out, p.Principals[n])
+	}
+	return out
+}
+
+// Scopes returns the narrowing scopes in evaluation order: global, groups,
+// principals.
+func (p *Policy) Scopes() []*Scope { return p.scopes() }
+
+// scopePath turns a scope name into the key path it was written at.
+func scopePath(name string) string {
+	switch {
+	case strings.HasPrefix(name, "group:"):
+		return "groups." + strings.TrimPrefix(name, "group:")
+	case strings.HasPrefix(name, "principal:"):
+		return "principals." + strings.TrimPrefix(name, "principal:")
+	}
+	return name
+}
+
+func plural(names []string, one, many string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf(one, quoted[0])
+	}
+	return fmt.Sprintf(many, strings.Join(quoted, ", "))
+}
+
+func suggestion(prefix string, names []string) string {
+	if len(names) == 0 {
+		return strings.TrimSuffix(prefix, ", or use one of")
+	}
+	return prefix + " " + strings.Join(names, ", ")
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,134 @@
+package compiler
+
+import (
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Freeze turns a checked policy into a decision table. The table holds no
+// clock time: two freezes of the same policy are identical.
+func Freeze(p *Policy, src table.Source, serial uint64) *table.Table {
+	t := &table.Table{
+		Channels: map[string]table.Channel{},
+		Compiler: "policyc " + Version,
+		Format:   table.Format,
+		Scopes:   []table.Scope{},
+		Serial:   serial,
+		Servers:  map[string]table.Server{},
+		Source:   src,
+	}
+	for name, ch := range p.Channels {
+		t.Channels[name] = table.Channel{Kind: ch.Kind, Origin: ch.Pos.Origin(), ReachesHuman: ch.ReachesHuman, URL: ch.URL}
+	}
+	var globalTool *Access
+	if p.Global != nil && p.Global.Servers[table.AllServers] != nil {
+		globalTool = p.Global.Servers[table.AllServers].Access[table.KindTool]
+	}
+	for name, s := range p.Servers {
+		var ts table.Server
+		for _, k := range Kinds {
+			a := baseAccess(p, s, k)
+			if k == table.KindTool {
+				a.ApprovalTimeoutSeconds = DefaultApprovalTimeout
+				if src := s.Access[k]; src != nil && src.Timeout > 0 {
+					a.ApprovalTimeoutSeconds = src.Timeout
+				}
+				switch {
+				case s.Access[k] != nil && s.Access[k].Channel != nil:
+					a.ApprovalChannel = s.Access[k].Channel.Value
+				case globalTool != nil && globalTool.Channel != nil:
+					a.ApprovalChannel = globalTool.Channel.Value
+				}
+			}
+			setKind(&ts, k, a)
+		}
+		if s.UI != nil && len(s.UI.Allow) > 0 {
+			ui := &table.UI{AllowList: []string{}, ConsentChannel: s.UI.ConsentChannel.Value, Origin: s.UI.Pos.Origin()}
+			for _, e := range s.UI.Allow {
+				ui.AllowList = append(ui.AllowList, e.Pattern)
+			}
+			ts.UI = ui
+		}
+		t.Servers[name] = ts
+	}
+	for _, sc := range p.scopes() {
+		ts := table.Scope{Name: sc.Name, Members: sc.Members, Servers: map[string]table.Server{}}
+		for sname, ss := range sc.Servers {
+			var srv table.Server
+			for _, k := range Kinds {
+				if a := ss.Access[k]; a != nil {
+					setKind(&srv, k, narrowAccess(a))
+				}
+			}
+			ts.Servers[sname] = srv
+		}
+		t.Scopes = append(t.Scopes, ts)
+	}
+	return t
+}
+
+func setKind(s *table.Server, kind string, a *table.Access) {
+	switch kind {
+	case table.KindTool:
+		s.Tool = a
+	case table.KindPrompt:
+		s.Prompt = a
+	case table.KindResource:
+		s.Resource = a
+	}
+}
+
+// baseAccess is a server's own rules for a kind, with the default resolved:
+// the server's default, else the policy's default for the kind, else deny.
+func baseAccess(p *Policy, s *Server, kind string) *table.Access {
+	a := &table.Access{Default: table.Deny, Rules: []table.Rule{}}
+	if d, ok := p.Defaults[kind]; ok {
+		a.Default, a.DefaultOrigin = d.Value, d.Pos.Origin()
+	}
+	src := s.Access[kind]
+	if src == nil {
+		return a
+	}
+	if src.Default != nil {
+		a.Default, a.DefaultOrigin = src.Default.Value, src.Default.Pos.Origin()
+	}
+	a.Rules = rules(src)
+	return a
+}
+
+// narrowAccess is a narrowing scope's rules for a kind. Its default takes
+// nothing away unless it has an allow_list, which restricts it to the names
+// on the list.
+func narrowAccess(src *Access) *table.Access {
+	a := &table.Access{Default: table.Allow, Rules: rules(src), ApprovalTimeoutSeconds: src.Timeout}
+	if src.Allow != nil {
+		a.Default, a.DefaultOrigin = table.Deny, src.Allow.Pos.Origin()
+	}
+	return a
+}
+
+// rules orders a block's entries by precedence: deny, approve, allow, each
+// in source order.
+func rules(src *Access) []table.Rule {
+	out := []table.Rule{}
+	for _, l := range []*List{src.Deny, src.Approval, src.Allow} {
+		if l == nil {
+			continue
+		}
+		for _, e := range l.Entries {
+			out = append(out, table.Rule{Effect: listEffect(l.Key), Origin: e.Pos.Origin(), Pattern: e.Pattern})
+		}
+	}
+	return out
+}
+
+// OrderedLists returns a block's lists in precedence order, skipping absent
+// ones; rule i of the frozen block is the i-th entry across them.
+func (a *Access) OrderedLists() []*List {
+	var out []*List
+	for _, l := range []*List{a.Deny, a.Approval, a.Allow} {
+		if l != nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,382 @@
+package compiler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/build"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+)
+
+// File is one policy source: its slash-separated name relative to the policy
+// root, and its bytes.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// PackageName is the CUE package every policy file must declare.
+const PackageName = "policy"
+
+// ReadDir reads the .cue files directly in dir (a CUE package is one
+// directory), sorted by name. The lint config file, if present, is skipped:
+// it is not part of the policy.
+func ReadDir(dir string) ([]File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".cue") || IsConfigFile(name) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Name: name, Data: data})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, nil
+}
+
+// ConfigFileName is the lint configuration at the policy root. It is CUE but
+// not part of the policy package.
+const ConfigFileName = "policyc.cue"
+
+// IsConfigFile reports whether a file name (relative to the policy root) is
+// the lint configuration rather than a policy source.
+func IsConfigFile(name string) bool { return name == ConfigFileName }
+
+// parsed is the syntax of the policy files that parsed.
+type parsed struct {
+	files []*ast.File
+	// keyPos maps a dotted key path to where the key was first written.
+	keyPos map[string]Position
+}
+
+func posOf(p token.Pos) Position {
+	if !p.IsValid() {
+		return Position{}
+	}
+	return Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+}
+
+// parseFiles checks encoding, syntax and package clause of every file and
+// returns the syntax trees of those that parsed.
+func (c *compilation) parseFiles(files []File) *parsed {
+	p := &parsed{keyPos: map[string]Position{}}
+	for _, f := range files {
+		if !utf8.Valid(f.Data) {
+			c.add(Diagnostic{Pos: invalidUTF8Pos(f), Code: CodeNotUTF8, Severity: Error,
+				Message:    "file is not valid UTF-8",
+				Suggestion: "save the file as UTF-8; CUE sources must be UTF-8"})
+			continue
+		}
+		tree, err := parser.ParseFile(f.Name, f.Data, parser.ParseComments)
+		if err != nil {
+			for _, e := range cueerrors.Errors(err) {
+				format, args := e.Msg()
+				c.add(Diagnostic{Pos: posOf(e.Position()), Code: CodeSyntax, Severity: Error,
+					Message: fmt.Sprintf(format, args...)})
+			}
+			continue
+		}
+		if name := tree.PackageName(); name != PackageName {
+			pos := Position{File: f.Name, Line: 1, Column: 1}
+			msg := "file has no package clause"
+			if name != "" {
+				msg = fmt.Sprintf("file is in package %q", name)
+				for _, d := range tree.Decls {
+					if pkg, ok := d.(*ast.Package); ok {
+						pos = posOf(pkg.Name.Pos())
+					}
+				}
+			}
+			c.add(Diagnostic{Pos: pos, Code: CodeWrongPackage, Severity: Error,
+				Message:    msg + "; every policy file must be in package " + PackageName,
+				Suggestion: "start the file with: package " + PackageName})
+			continue
+		}
+		p.files = append(p.files, tree)
+	}
+	return p
+}
+
+func invalidUTF8Pos(f File) Position {
+	line, col := 1, 1
+	for i := 0; i < len(f.Data); {
+		r, size := utf8.DecodeRune(f.Data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return Position{File: f.Name, Line: line, Column: col}
+}
+
+// instance builds the CUE instance of the parsed files.
+func (c *compilation) instance(p *parsed) *build.Instance {
+	inst := build.NewContext().NewInstance("", nil)
+	for _, f := range p.files {
+		if err := inst.AddSyntax(f); err != nil {
+			c.cueErrors(err, CodeSyntax)
+		}
+	}
+	return inst
+}
+
+// cueErrors turns CUE errors into diagnostics. "field not allowed" errors
+// for keys the key check already reported are dropped.
+func (c *compilation) cueErrors(err error, code string) {
+	for _, e := range cueerrors.Errors(err) {
+		format, args := e.Msg()
+		msg := fmt.Sprintf(format, args...)
+		path := e.Path()
+		if len(path) > 0 && strings.HasPrefix(path[0], "#") {
+			path = path[1:]
+		}
+		dotted := strings.Join(path, ".")
+		pos := Position{}
+		for _, p := range cueerrors.Positions(e) {
+			if p.Filename() != c.schemaFile {
+				pos = posOf(p)
+				break
+			}
+		}
+		d := Diagnostic{Pos: pos, Code: code, Severity: Error, Path: dotted}
+		switch {
+		case msg == "field not allowed":
+			if c.reportedKey(dotted) {
+				continue
+			}
+			d.Code = CodeUnknownKey
+			d.Message = fmt.Sprintf("%s: key not allowed here", dotted)
+		case strings.HasPrefix(msg, "incomplete value"):
+			d.Message = fmt.Sprintf("%s: missing or incomplete value (%s)", dotted, msg)
+			d.Suggestion = "give it a concrete value"
+		default:
+			if dotted != "" {
+				d.Message = dotted + ": " + msg
+			} else {
+				d.Message = msg
+			}
+		}
+		if d.Pos.File == "" {
+			d.Pos = c.keyPos(dotted)
+		}
+		c.add(d)
+	}
+}
+
+// reportedKey reports whether the key check already reported dotted or a
+// key above it.
+func (c *compilation) reportedKey(dotted string) bool {
+	for k := range c.badKeys {
+		if dotted == k || strings.HasPrefix(dotted, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// keyPos returns where a dotted key path was written, or the closest
+// enclosing key that was.
+func (c *compilation) keyPos(dotted string) Position {
+	for dotted != "" {
+		if p, ok := c.parsed.keyPos[dotted]; ok {
+			return p
+		}
+		i := strings.LastIndexByte(dotted, '.')
+		if i < 0 {
+			break
+		}
+		dotted = dotted[:i]
+	}
+	return Position{}
+}
+
+// checkKeys walks the syntax of every file beside the schema and reports
+// each key the schema does not define, with a suggestion. It is done on the
+// syntax, not the evaluated value, so the position is the key's own.
+func (c *compilation) checkKeys(p *parsed) {
+	for _, f := range p.files {
+		c.walkStruct(f.Decls, c.policyDef, nil)
+	}
+}
+
+func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []string) {
+	for _, d := range decls {
+		field, ok := d.(*ast.Field)
+		if !ok {
+			continue
+		}
+		name, _, err := ast.LabelName(field.Label)
+		if err != nil || name == "" || strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_") {
+			// Pattern constraints, interpolations, definitions and hidden
+			// fields are the author's own helpers; CUE checks what they
+			// produce when it is unified with the schema.
+			continue
+		}
+		keyPath := append(append([]string(nil), path...), name)
+		dotted := strings.Join(keyPath, ".")
+		pos := posOf(field.Label.Pos())
+		if _, seen := c.parsed.keyPos[dotted]; !seen {
+			c.parsed.keyPos[dotted] = pos
+		}
+		child, ok := c.schemaChild(schema, name)
+		if !ok {
+			c.badKeys[dotted] = true
+			c.add(c.unknownKey(schema, keyPath, pos))
+			continue
+		}
+		if st, ok := field.Value.(*ast.StructLit); ok && child.IncompleteKind()&cue.StructKind != 0 {
+			c.walkStruct(st.Elts, child, keyPath)
+		}
+	}
+}
+
+// schemaChild returns the schema of field name inside schema, following
+// pattern constraints such as mcp_servers: [#Name]: #Server.
+func (c *compilation) schemaChild(schema cue.Value, name string) (cue.Value, bool) {
+	if schema.IncompleteKind()&cue.StructKind == 0 || !schema.Allows(cue.Str(name)) {
+		return cue.Value{}, false
+	}
+	sel := cue.Str(name)
+	if v := schema.LookupPath(cue.MakePath(sel.Optional())); v.Exists() {
+		return v, true
+	}
+	if v := schema.LookupPath(cue.MakePath(sel)); v.Exists() {
+		return v, true
+	}
+	probe := c.ctx.CompileString(fmt.Sprintf("{%q: _}", name))
+	v := schema.Unify(probe).LookupPath(cue.MakePath(sel))
+	return v, v.Exists()
+}
+
+// unknownKey builds the diagnostic for a key the schema does not allow,
+// with the reason when the key is known elsewhere (approvals on a fetch, a
+// default in a narrowing scope) and a suggestion when a known key is near.
+func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Position) Diagnostic {
+	dotted := strings.Join(keyPath, ".")
+	name := keyPath[len(keyPath)-1]
+	parent := ""
+	if len(keyPath) >= 2 {
+		parent = keyPath[len(keyPath)-2]
+	}
+	narrowing := keyPath[0] == "groups" || keyPath[0] == "principals" || keyPath[0] == "global"
+	fetch := parent == "prompt" || parent == "resource"
+	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
+	switch {
+	case fetch && name == "approval_list":
+		d.Code = CodeApprovalOnFetch
+		d.Message = fmt.Sprintf("%s: approval_list is not allowed on a %s: no approval hold exists on %s, so a human could never be asked and the entries would never be enforced",
+			dotted, parent, fetchMethod(parent))
+		d.Suggestion = fmt.Sprintf("approval holds apply to tool calls only; to withhold these %ss, move the patterns to deny_list", parent)
+		return d
+	case fetch && (name == "approval_timeout_seconds" || name == "approval_channel"):
+		d.Message = fmt.Sprintf("%s: %s applies to tool approvals only; no approval hold exists on %s", dotted, name, fetchMethod(parent))
+		d.Suggestion = "remove it; use deny_list to withhold an item"
+		return d
+	case narrowing && name == "default" && keyPath[0] != "global":
+		d.Message = fmt.Sprintf("%s: a group or principal cannot set a default: a narrower scope can only take access away", dotted)
+		d.Suggestion = "use allow_list to restrict this scope to some names, or deny_list to remove names"
+		return d
+	case keyPath[0] == "global" && name == "default":
+		d.Message = fmt.Sprintf("%s: defaults are set in the top-level defaults block or per server, not in global", dotted)
+		d.Suggestion = fmt.Sprintf("write defaults: %s: %q, or set default in mcp_servers.<server>.access.%s", parent, "deny", parent)
+		return d
+	case narrowing && keyPath[0] != "global" && name == "approval_channel":
+		d.Message = fmt.Sprintf("%s: approval channels are chosen per server or in global, not per group or principal", dotted)
+		d.Suggestion = "set approval_channel in mcp_servers.<server>.access.tool or global.access.tool"
+		return d
+	}
+	known := c.knownKeys(schema)
+	d.Message = fmt.Sprintf("%s: unknown key %q", dotted, name)
+	if s := suggest(name, known); s != "" {
+		d.Suggestion = fmt.Sprintf("did you mean %q?", s)
+	} else if len(known) > 0 {
+		d.Suggestion = "known keys here: " + strings.Join(known, ", ")
+	}
+	return d
+}
+
+func fetchMethod(kind string) string {
+	if kind == "prompt" {
+		return "prompts/get"
+	}
+	return "resources/read"
+}
+
+func (c *compilation) knownKeys(schema cue.Value) []string {
+	if schema.IncompleteKind()&cue.StructKind == 0 {
+		return nil
+	}
+	it, err := schema.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for it.Next() {
+		keys = append(keys, it.Selector().Unquoted())
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// suggest returns the known key closest to name, or "" when none is close:
+// a known key that extends name (allow → allow_list) or one within a small
+// edit distance.
+func suggest(name string, known []string) string {
+	best, bestDist := "", 1<<30
+	for _, k := range known {
+		var d int
+		switch {
+		case strings.HasPrefix(k, name) || strings.HasPrefix(name, k):
+			d = 1
+		default:
+			d = editDistance(name, k)
+		}
+		limit := max(2, len(k)/3)
+		if d <= limit && d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,222 @@
+package glob
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestCoveredCases(t *testing.T) {
+	tests := []struct {
+		p       string
+		by      []string
+		covered bool
+		witness string
+	}{
+		{"get_issue", []string{"get_*"}, true, ""},
+		{"get_?ssue", []string{"get_*"}, true, ""},
+		{"get_*", []string{"*_issue"}, false, "get_"},
+		{"*_issue", []string{"get_*"}, false, "_issue"},
+		{"[a-z]x", []string{"[a-m]*", "[n-z]*"}, true, ""},
+		{"[a-z]x", []string{"[a-m]*", "[o-z]*"}, false, "nx"},
+		// "" is matched by * and by neither a* nor *b.
+		{"*", []string{"a*", "*b"}, false, ""},
+		{"?*", []string{"a*", "*b"}, false, "c"},
+		{"*", []string{"*"}, true, ""},
+		{"*", []string{"?*"}, false, ""},
+		{"*", []string{"?*", "[!\x00-\U0010FFFF]"}, false, ""},
+		{"?", []string{"a"}, false, "b"},
+		{"??", []string{"a*", "*a"}, false, "bb"},
+		{"?", []string{"[!a]", "a"}, true, ""},
+		{"?", []string{"[!a]"}, false, "a"},
+		// Surrogates are in no name: these cover all one-rune names.
+		{"?", []string{"[\x00-\uD7FF]", "[\uE000-\U0010FFFF]"}, true, ""},
+		{"?", []string{"[\x00-\uD7FF]", "[\uE001-\U0010FFFF]"}, false, "\uE000"},
+		{"[!\x00-\U0010FFFF]", nil, true, ""},
+		{"a*", nil, false, "a"},
+		{"repo://*", []string{"repo://owner/*"}, false, "repo://"},
+		{"repo://owner/*", []string{"repo://*"}, true, ""},
+		{"*:*", []string{"?*:*"}, false, ":"},
+		{"[ab]*[!c]", []string{"a*", "b*?"}, true, ""},
+		{"*ab*", []string{"*a*"}, true, ""},
+		{"*a*", []string{"*ab*"}, false, "a"},
+	}
+	for _, tt := range tests {
+		covered, witness, complete := Covered(MustParse(tt.p), parseAll(t, tt.by...))
+		if !complete || covered != tt.covered || witness != tt.witness {
+			t.Errorf("Covered(%q, %q) = %v, %q, %v; want %v, %q, true",
+				tt.p, tt.by, covered, witness, complete, tt.covered, tt.witness)
+		}
+	}
+}
+
+func TestWitness(t *testing.T) {
+	// A name matched by get_* and *_issue but not by get_issue.
+	name, ok, complete := Witness(MustParse("get_*"), parseAll(t, "get_issue", "*_issue"),
+		func(m []bool) bool { return !m[0] && m[1] })
+	if name != "get__issue" || !ok || !complete {
+		t.Errorf("Witness = %q, %v, %v; want \"get__issue\", true, true", name, ok, complete)
+	}
+	// Two disjoint patterns never match together.
+	name, ok, complete = Witness(MustParse("a*"), parseAll(t, "b*"),
+		func(m []bool) bool { return m[0] })
+	if ok || !complete {
+		t.Errorf("Witness(a*, b*, both) = %q, %v, %v; want none", name, ok, complete)
+	}
+	if _, ok, complete := Witness(MustParse("[!\x00-\U0010FFFF]"), nil, func([]bool) bool { return true }); ok || !complete {
+		t.Error("Witness found a name for an empty pattern")
+	}
+}
+
+func TestWitnessBudget(t *testing.T) {
+	// Deciding that "the 23rd rune from the end is an a" covers itself
+	// means visiting 2^23 product states.
+	p := MustParse("*a" + strings.Repeat("?", 22))
+	covered, name, complete := Covered(p, []*Pattern{p})
+	if covered || name != "" || complete {
+		t.Errorf("Covered = %v, %q, %v; want false, \"\", false", covered, name, complete)
+	}
+	// The same question with a small budget, and one the budget suffices for.
+	small := MustParse("*a???")
+	if _, ok, complete := witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 10); ok || complete {
+		t.Error("witness with a budget of 10 states was complete")
+	}
+	if _, ok, complete := witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 100); ok || !complete {
+		t.Error("witness with a budget of 100 states was not complete")
+	}
+}
+
+func TestExample(t *testing.T) {
+	tests := []struct{ p, want string }{
+		{"*", ""},
+		{"get_issue", "get_issue"},
+		{"get_?ssue", "get_essue"},
+		{"get_*", "get_"},
+		{"a?", "aa"},
+		{"?", "a"},
+		{"[xy]?", "xa"},
+		{"[!a-z0-9]", "A"},
+		{"[!a-z]", "0"},
+		{"[A-Z]", "A"},
+		{"[ -/]", "!"},
+		{"[\x00-\x1f]", "\x00"},
+		{"[é-ü]", "é"},
+		{"[!a]x", "xx"},
+		{"repo://*/x", "repo:///x"},
+		{`\*\?`, "*?"},
+	}
+	for _, tt := range tests {
+		got, ok := Example(MustParse(tt.p))
+		if !ok || got != tt.want {
+			t.Errorf("Example(%q) = %q, %v; want %q, true", tt.p, got, ok, tt.want)
+		}
+	}
+}
+
+// names returns every name over alpha of length at most n, shortest first.
+func names(alpha []rune, n int) []string {
+	all := []string{""}
+	level := []string{""}
+	for range n {
+		var next []string
+		for _, s := range level {
+			for _, r := range alpha {
+				next = append(next, s+string(r))
+			}
+		}
+		all = append(all, next...)
+		level = next
+	}
+	return all
+}
+
+// TestAnalysisExhaustive checks Witness, Covered and Example against brute
+// force. The patterns use only a, b and c, so every rune other than those
+// behaves like x, and the names over {a, b, c, x} cover every case.
+func TestAnalysisExhaustive(t *testing.T) {
+	const maxLen = 6
+	rng := rand.New(rand.NewPCG(3, 4))
+	tokens := []string{"a", "b", "c", "*", "?", "[ab]", "[!a]", "[b-c]"}
+	universe := names([]rune{'a', 'b', 'c', 'x'}, maxLen)
+	always := func([]bool) bool { return true }
+	for range 400 {
+		p := MustParse(randGlob(rng, tokens, 4))
+		var srcs []string
+		for range 1 + rng.IntN(3) {
+			srcs = append(srcs, randGlob(rng, tokens, 3))
+		}
+		others := parseAll(t, srcs...)
+		table := rng.Uint32() // accept(m) is bit m of table
+		accept := func(m []bool) bool {
+			i := 0
+			for j, v := range m {
+				if v {
+					i |= 1 << j
+				}
+			}
+			return table>>i&1 == 1
+		}
+		none := func(m []bool) bool { return !slices.Contains(m, true) }
+
+		// brute returns the length of the shortest name matched by p
+		// that accept takes, or -1.
+		brute := func(accept func([]bool) bool) int {
+			m := make([]bool, len(others))
+			for _, name := range universe {
+				if !p.Match(name) {
+					continue
+				}
+				for i, o := range others {
+					m[i] = o.Match(name)
+				}
+				if accept(m) {
+					return utf8.RuneCountInString(name)
+				}
+			}
+			return -1
+		}
+		check := func(what string, accept func([]bool) bool, name string, ok, complete bool) {
+			t.Helper()
+			want := brute(accept)
+			if !complete {
+				t.Fatalf("%s(%q, %q): incomplete", what, p, srcs)
+			}
+			if !ok {
+				if want >= 0 {
+					t.Fatalf("%s(%q, %q): none; brute force found a name of length %d", what, p, srcs, want)
+				}
+				return
+			}
+			m := make([]bool, len(others))
+			for i, o := range others {
+				m[i] = o.Match(name)
+			}
+			if !p.Match(name) || !accept(m) {
+				t.Fatalf("%s(%q, %q) = %q: not a witness", what, p, srcs, name)
+			}
+			if n := utf8.RuneCountInString(name); n <= maxLen && n != want || n > maxLen && want >= 0 {
+				t.Fatalf("%s(%q, %q) = %q; brute force found length %d", what, p, srcs, name, want)
+			}
+		}
+
+		name, ok, complete := Witness(p, others, accept)
+		check("Witness", accept, name, ok, complete)
+
+		covered, name, complete := Covered(p, others)
+		check("Covered", none, name, !covered, complete)
+		if covered && name != "" {
+			t.Fatalf("Covered(%q, %q) = true with witness %q", p, srcs, name)
+		}
+
+		ex, ok := Example(p)
+		if ok == p.Empty() || ok && !p.Match(ex) {
+			t.Fatalf("Example(%q) = %q, %v", p, ex, ok)
+		}
+		wex, wok, _ := Witness(p, nil, always)
+		if ex != wex || ok != wok {
+			t.Fatalf("Example(%q) = %q, %v; Witness alone gives %q, %v", p, ex, ok, wex, wok)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package glob
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// firstRef is the reference for Set.First.
+func firstRef(pats []*Pattern, name string) int {
+	for i, p := range pats {
+		if p.Match(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func parseAll(t testing.TB, ss ...string) []*Pattern {
+	t.Helper()
+	pats := make([]*Pattern, len(ss))
+	for i, s := range ss {
+		p, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats[i] = p
+	}
+	return pats
+}
+
+// randGlob builds a random pattern of 1..maxTokens tokens.
+func randGlob(rng *rand.Rand, tokens []string, maxTokens int) string {
+	var b strings.Builder
+	for range 1 + rng.IntN(maxTokens) {
+		b.WriteString(tokens[rng.IntN(len(tokens))])
+	}
+	return b.String()
+}
+
+// randName builds a random name of 0..maxLen pieces.
+func randName(rng *rand.Rand, pieces []string, maxLen int) string {
+	var b strings.Builder
+	for range rng.IntN(maxLen + 1) {
+		b.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+func TestSetMatchTable(t *testing.T) {
+	for _, tt := range matchTests {
+		s := Compile(parseAll(t, tt.pattern))
+		want := -1
+		if tt.want {
+			want = 0
+		}
+		if got := s.First(tt.name); got != want {
+			t.Errorf("Compile(%q).First(%q) = %d; want %d", tt.pattern, tt.name, got, want)
+		}
+	}
+}
+
+func TestSetFirstOrder(t *testing.T) {
+	s := Compile(parseAll(t, "get_issue", "get_*", "*_issue", "[!\x00-\U0010FFFF]", "*"))
+	for name, want := range map[string]int{
+		"get_issue":  0,
+		"get_me":     1,
+		"list_issue": 2,
+		"other":      4,
+		"":           4,
+	} {
+		if got := s.First(name); got != want {
+			t.Errorf("First(%q) = %d; want %d", name, got, want)
+		}
+	}
+	if s.Len() != 5 {
+		t.Errorf("Len() = %d; want 5", s.Len())
+	}
+}
+
+func TestSetEdgeCases(t *testing.T) {
+	empty := Compile(nil)
+	if empty.Len() != 0 || empty.First("") != -1 || empty.First("a") != -1 {
+		t.Error("empty Set matched something")
+	}
+	none := Compile(parseAll(t, "[!\x00-\U0010FFFF]"))
+	if none.Len() != 1 || none.First("") != -1 || none.First("a") != -1 {
+		t.Error("Set of an empty pattern matched something")
+	}
+}
+
+func TestSetFirstRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tokens := []string{"a", "b", "/", ":", "é", "*", "?", "[ab]", "[!a]", `\*`, "[é-ü]", "\uFFFD"}
+	pieces := []string{"a", "b", "/", ":", "é", "ö", "x", "*", "\xff", ""}
+	for trial := range 2000 {
+		maxTokens := 5
+		if trial%10 == 0 {
+			maxTokens = 40 // more than 64 NFA positions in all
+		}
+		var srcs []string
+		for range 1 + rng.IntN(8) {
+			srcs = append(srcs, randGlob(rng, tokens, maxTokens))
+		}
+		pats := parseAll(t, srcs...)
+		dfa, slow := Compile(pats), compile(pats, 1)
+		if slow.fallback == nil {
+			t.Fatal("compile with limit 1 built a DFA")
+		}
+		for range 50 {
+			name := randName(rng, pieces, 10)
+			want := firstRef(pats, name)
+			if got := dfa.First(name); got != want {
+				t.Fatalf("patterns %q: First(%q) = %d; want %d", srcs, name, got, want)
+			}
+			if got := slow.First(name); got != want {
+				t.Fatalf("patterns %q: fallback First(%q) = %d; want %d", srcs, name, got, want)
+			}
+		}
+	}
+}
+
+func TestSetDFACap(t *testing.T) {
+	// The DFA for "the 21st rune from the end is an a" needs 2^21 states.
+	blowup := "*a" + strings.Repeat("?", 20)
+	pats := parseAll(t, "get_*", blowup)
+	s := Compile(pats)
+	if s.fallback == nil {
+		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, len(s.trans)/(s.cells+1))
+	}
+	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {
+		if got, want := s.First(name), firstRef(pats, name); got != want {
+			t.Errorf("First(%q) = %d; want %d", name, got, want)
+		}
+	}
+	name := "xa" + strings.Repeat("b", 20)
+	if n := testing.AllocsPerRun(100, func() { s.First(name) }); n != 0 {
+		t.Errorf("fallback First allocates %v times", n)
+	}
+}
+
+func TestSetFirstAllocs(t *testing.T) {
+	s := Compile(benchPatterns(t))
+	names := benchNames()
+	names = append(names, "é/ü:\xff日本")
+	if n := testing.AllocsPerRun(100, func() {
+		for _, name := range names {
+			s.First(name)
+		}
+	}); n != 0 {
+		t.Errorf("First allocates %v times", n)
+	}
+}
+
+func TestSetConcurrent(t *testing.T) {
+	pats := benchPatterns(t)
+	s := Compile(pats)
+	names := benchNames()
+	done := make(chan bool)
+	for range 8 {
+		go func() {
+			ok := true
+			for range 100 {
+				for _, name := range names {
+					ok = ok && s.First(name) == firstRef(pats, name)
+				}
+			}
+			done <- ok
+		}()
+	}
+	for range 8 {
+		if !<-done {
+			t.Error("concurrent First disagreed with the reference")
+		}
+	}
+}

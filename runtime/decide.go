@@ -1,0 +1,401 @@
+// Package runtime loads a frozen decision table into an immutable structure
+// and answers decisions from it.
+//
+// It never evaluates CUE, and it never loads an unverified table: the only
+// entry points take bytes that a signature check has already accepted (see
+// LoadVerified) or that the caller vouches for explicitly (Load, used by the
+// compiler's own tools on a table it just built). A decision is a lookup:
+// exact names in hash maps, globs compiled to automata; it allocates nothing.
+package runtime
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/policyc/policyc/internal/glob"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Effect is a decision's outcome, ordered by the access it grants.
+type Effect uint8
+
+// Effects. A lower value grants less; combining scopes keeps the lowest.
+const (
+	Deny Effect = iota
+	Approve
+	Allow
+)
+
+func (e Effect) String() string {
+	switch e {
+	case Deny:
+		return table.Deny
+	case Approve:
+		return table.Approve
+	case Allow:
+		return table.Allow
+	}
+	return fmt.Sprintf("effect(%d)", int(e))
+}
+
+// MarshalText prints effects as their table words.
+func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+func parseEffect(s string) (Effect, bool) {
+	switch s {
+	case table.Deny:
+		return Deny, true
+	case table.Approve:
+		return Approve, true
+	case table.Allow:
+		return Allow, true
+	}
+	return 0, false
+}
+
+// Kind is the kind of MCP item a decision is about.
+type Kind uint8
+
+// Kinds.
+const (
+	Tool Kind = iota
+	Prompt
+	Resource
+	numKinds
+)
+
+var kindNames = [numKinds]string{table.KindTool, table.KindPrompt, table.KindResource}
+
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// ParseKind reads "tool", "prompt" or "resource".
+func ParseKind(s string) (Kind, bool) {
+	for i, n := range kindNames {
+		if n == s {
+			return Kind(i), true
+		}
+	}
+	return 0, false
+}
+
+// Reason says what kind of thing decided.
+type Reason uint8
+
+// Reasons.
+const (
+	// ByRule: a rule matched; Decision.Rule is set.
+	ByRule Reason = iota
+	// ByDefault: no rule of the deciding scope matched.
+	ByDefault
+	// UnknownServer: the table has no such server.
+	UnknownServer
+	// UnknownKind: not a tool, prompt or resource.
+	UnknownKind
+	// UINotAllowlisted: a ui:// resource off the server's ui allowlist.
+	UINotAllowlisted
+	// UINoConsent: a ui:// resource allowlisted, but no consent channel.
+	UINoConsent
+)
+
+var reasonNames = [...]string{"rule", "default", "unknown server", "unknown kind", "ui:// resource not allowlisted", "ui:// resource without a consent channel"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", int(r))
+}
+
+// MarshalText prints reasons as words.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// Decision is the answer for one (principal, server, kind, name).
+type Decision struct {
+	Effect Effect
+	Reason Reason
+	// Scope is the scope whose rule or default decided: "server" for the
+	// server's own rules, else "global", "group:NAME" or "principal:NAME".
+	Scope string
+	// Rule is the deciding rule, nil when a default (or no rule at all)
+	// decided.
+	Rule *table.Rule
+	// Origin is the file:line of the deciding rule or default; empty for
+	// the built-in deny.
+	Origin string
+	// ApprovalTimeoutSeconds and ApprovalChannel are set when Effect is
+	// Approve: the shortest timeout of every scope that applies, and the
+	// server's channel.
+	ApprovalTimeoutSeconds int
+	ApprovalChannel        string
+	// Consent is set for an allowed ui:// resource: the read needs the
+	// principal's consent through ConsentChannel (SEP-1865).
+	Consent        bool
+	ConsentChannel string
+}
+
+// ServerScope is the scope name of a server's own rules.
+const ServerScope = "server"
+
+// Table is a loaded decision table: immutable, safe for concurrent use.
+type Table struct {
+	src *table.Table
+	// anyone is what a principal with no group or principal scope sees.
+	anyone *view
+	// named holds the views of principals that have scopes of their own.
+	named map[string]*view
+}
+
+// view is the decision structure of one class of principals.
+type view struct {
+	servers map[string]*serverView
+}
+
+type serverView struct {
+	kinds [numKinds][]*layer
+	ui    *uiList
+}
+
+// layer is one scope's compiled rules for one server and kind.
+type layer struct {
+	scope   string
+	set     *glob.Set
+	pats    []*glob.Pattern
+	rules   []table.Rule
+	effects []Effect
+	def     Effect
+	origin  string
+	timeout int
+	channel string
+}
+
+type uiList struct {
+	exact    map[string]bool
+	prefixes []string
+	consent  string
+}
+
+func (u *uiList) admits(uri string) bool {
+	if u.exact[uri] {
+		return true
+	}
+	for _, p := range u.prefixes {
+		if strings.HasPrefix(uri, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Source returns the table as decoded. Callers must not modify it.
+func (t *Table) Source() *table.Table { return t.src }
+
+// Digest returns the table's content digest.
+func (t *Table) Digest() string { return t.src.Digest }
+
+// Serial returns the table's serial.
+func (t *Table) Serial() uint64 { return t.src.Serial }
+
+// Decide returns the decision for principal calling (or listing, or
+// fetching) name of kind on server. It allocates nothing.
+func (t *Table) Decide(principal, server string, kind Kind, name string) Decision {
+	if kind >= numKinds {
+		return Decision{Effect: Deny, Reason: UnknownKind}
+	}
+	v := t.named[principal]
+	if v == nil {
+		v = t.anyone
+	}
+	sv := v.servers[server]
+	if sv == nil {
+		return Decision{Effect: Deny, Reason: UnknownServer}
+	}
+	d := Decision{Effect: Allow + 1}
+	timeout := 0
+	for _, l := range sv.kinds[kind] {
+		e, rule := l.def, -1
+		if i := l.set.First(name); i >= 0 {
+			e, rule = l.effects[i], i
+		}
+		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
+			timeout = l.timeout
+		}
+		if e >= d.Effect {
+			continue
+		}
+		d = Decision{Effect: e, Scope: l.scope, Reason: ByDefault, Origin: l.origin}
+		if rule >= 0 {
+			d.Reason, d.Rule, d.Origin = ByRule, &l.rules[rule], l.rules[rule].Origin
+		}
+	}
+	if d.Effect == Approve {
+		d.ApprovalTimeoutSeconds = timeout
+		d.ApprovalChannel = sv.kinds[Tool][0].channel
+	}
+	if kind == Resource && d.Effect != Deny && strings.HasPrefix(name, "ui://") {
+		switch {
+		case sv.ui == nil || !sv.ui.admits(name):
+			return Decision{Effect: Deny, Reason: UINotAllowlisted}
+		case sv.ui.consent == "":
+			return Decision{Effect: Deny, Reason: UINoConsent}
+		}
+		d.Consent, d.ConsentChannel = true, sv.ui.consent
+	}
+	return d
+}
+
+// Load builds the decision structure of a decoded table. It compiles every
+// pattern; a table with a pattern that does not parse is refused. Load does
+// not verify signatures: the gateway reaches it only through LoadVerified.
+func Load(src *table.Table) (*Table, error) {
+	t := &Table{src: src, named: map[string]*view{}}
+	// Compile each scope's blocks once; views share them.
+	base := map[string][numKinds]*layer{}
+	for name, s := range src.Servers {
+		var ks [numKinds]*layer
+		for k := Tool; k < numKinds; k++ {
+			a := s.Kind(kindNames[k])
+			if a == nil {
+				return nil, fmt.Errorf("table: server %q has no %s block", name, kindNames[k])
+			}
+			l, err := compileLayer(ServerScope, a)
+			if err != nil {
+				return nil, fmt.Errorf("table: server %q %s: %w", name, kindNames[k], err)
+			}
+			ks[k] = l
+		}
+		base[name] = ks
+	}
+	type scopeLayers struct {
+		name    string
+		members []string
+		servers map[string][numKinds]*layer
+	}
+	var scopes []scopeLayers
+	for _, sc := range src.Scopes {
+		sl := scopeLayers{name: sc.Name, members: sc.Members, servers: map[string][numKinds]*layer{}}
+		for sname, s := range sc.Servers {
+			var ks [numKinds]*layer
+			for k := Tool; k < numKinds; k++ {
+				a := s.Kind(kindNames[k])
+				if a == nil {
+					continue
+				}
+				l, err := compileLayer(sc.Name, a)
+				if err != nil {
+					return nil, fmt.Errorf("table: scope %s server %q %s: %w", sc.Name, sname, kindNames[k], err)
+				}
+				ks[k] = l
+			}
+			sl.servers[sname] = ks
+		}
+		scopes = append(scopes, sl)
+	}
+	// Which scopes apply to whom: global to everyone, a group to its
+	// members, a principal scope to that principal.
+	applies := func(sc scopeLayers, principal string) bool {
+		switch {
+		case sc.name == "global":
+			return true
+		case strings.HasPrefix(sc.name, "group:"):
+			i := sort.SearchStrings(sc.members, principal)
+			return principal != "" && i < len(sc.members) && sc.members[i] == principal
+		case strings.HasPrefix(sc.name, "principal:"):
+			return principal != "" && sc.name == "principal:"+principal
+		}
+		return false
+	}
+	build := func(principal string) *view {
+		v := &view{servers: map[string]*serverView{}}
+		for name, ks := range base {
+			sv := &serverView{}
+			for k := Tool; k < numKinds; k++ {
+				sv.kinds[k] = []*layer{ks[k]}
+			}
+			for _, sc := range scopes {
+				if !applies(sc, principal) {
+					continue
+				}
+				for _, key := range [2]string{table.AllServers, name} {
+					sks, ok := sc.servers[key]
+					if !ok {
+						continue
+					}
+					for k := Tool; k < numKinds; k++ {
+						if sks[k] != nil {
+							sv.kinds[k] = append(sv.kinds[k], sks[k])
+						}
+					}
+				}
+			}
+			if ui := src.Servers[name].UI; ui != nil {
+				sv.ui = compileUI(ui, src.Channels)
+			}
+			v.servers[name] = sv
+		}
+		return v
+	}
+	t.anyone = build("")
+	for _, sc := range scopes {
+		var who []string
+		switch {
+		case strings.HasPrefix(sc.name, "group:"):
+			who = sc.members
+		case strings.HasPrefix(sc.name, "principal:"):
+			who = []string{strings.TrimPrefix(sc.name, "principal:")}
+		}
+		for _, p := range who {
+			if _, done := t.named[p]; !done && p != "" {
+				t.named[p] = build(p)
+			}
+		}
+	}
+	return t, nil
+}
+
+func compileLayer(scope string, a *table.Access) (*layer, error) {
+	l := &layer{scope: scope, rules: a.Rules, origin: a.DefaultOrigin, timeout: a.ApprovalTimeoutSeconds, channel: a.ApprovalChannel}
+	var ok bool
+	if l.def, ok = parseEffect(a.Default); !ok || l.def == Approve {
+		return nil, fmt.Errorf("invalid default %q", a.Default)
+	}
+	pats := make([]*glob.Pattern, len(a.Rules))
+	l.effects = make([]Effect, len(a.Rules))
+	for i, r := range a.Rules {
+		p, err := glob.Parse(r.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d (%s): %w", i, r.Origin, err)
+		}
+		pats[i] = p
+		if l.effects[i], ok = parseEffect(r.Effect); !ok {
+			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
+		}
+	}
+	l.pats, l.set = pats, glob.Compile(pats)
+	return l, nil
+}
+
+// compileUI builds a server's ui:// allowlist. A consent channel that is
+// missing or reaches no human is dropped, so the resources stay denied.
+func compileUI(ui *table.UI, channels map[string]table.Channel) *uiList {
+	u := &uiList{exact: map[string]bool{}}
+	if ch, ok := channels[ui.ConsentChannel]; ok && ch.ReachesHuman {
+		u.consent = ui.ConsentChannel
+	}
+	for _, p := range ui.AllowList {
+		switch {
+		case strings.HasSuffix(p, "*"):
+			u.prefixes = append(u.prefixes, strings.TrimSuffix(p, "*"))
+		case strings.HasSuffix(p, "/"):
+			u.prefixes = append(u.prefixes, p)
+		default:
+			u.exact[p] = true
+		}
+	}
+	return u
+}

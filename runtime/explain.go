@@ -1,0 +1,49 @@
+package runtime
+
+import "github.com/policyc/policyc/runtime/table"
+
+// Match is a rule that matched a name, in some scope.
+type Match struct {
+	Scope  string      `json:"scope"`
+	Effect Effect      `json:"effect"`
+	Rule   *table.Rule `json:"rule"`
+}
+
+// Explanation is a decision with the rules it beat: every other rule, in any
+// scope that applies, that matched the name.
+type Explanation struct {
+	Decision Decision
+	// Scopes are the scopes that applied, in evaluation order.
+	Scopes []string
+	// Beaten are the matching rules that did not decide.
+	Beaten []Match
+}
+
+// Explain decides like Decide and also lists the rules the decision beat.
+// It is for people and allocates; the gateway calls Decide.
+func (t *Table) Explain(principal, server string, kind Kind, name string) Explanation {
+	ex := Explanation{Decision: t.Decide(principal, server, kind, name)}
+	if kind >= numKinds {
+		return ex
+	}
+	v := t.named[principal]
+	if v == nil {
+		v = t.anyone
+	}
+	sv := v.servers[server]
+	if sv == nil {
+		return ex
+	}
+	for _, l := range sv.kinds[kind] {
+		if len(ex.Scopes) == 0 || ex.Scopes[len(ex.Scopes)-1] != l.scope {
+			ex.Scopes = append(ex.Scopes, l.scope)
+		}
+		for i, p := range l.pats {
+			if !p.Match(name) || &l.rules[i] == ex.Decision.Rule {
+				continue
+			}
+			ex.Beaten = append(ex.Beaten, Match{Scope: l.scope, Effect: l.effects[i], Rule: &l.rules[i]})
+		}
+	}
+	return ex
+}

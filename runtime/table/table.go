@@ -1,0 +1,378 @@
+// Package table defines the frozen decision table: the artifact the compiler
+// writes, CI signs and the gateway loads.
+//
+// The encoding is canonical: struct fields are declared in sorted order, maps
+// are sorted by encoding/json, the layout is fixed (two-space indent, no HTML
+// escaping, one trailing newline) and nothing in it depends on the clock.
+// Decode accepts only canonical bytes, so a table that decodes re-encodes to
+// exactly the bytes that were read (and signed).
+//
+// This package must never evaluate CUE: it is shared by the compiler and the
+// runtime, and the runtime never sees a policy source.
+package table
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Format is the format version this build writes and reads.
+const Format = "policyc.table/v1"
+
+// PayloadType is the DSSE payloadType of a signed table of this format.
+const PayloadType = "application/vnd.policyc.table.v1+json"
+
+// Effects, in the order of access they grant (deny grants least).
+const (
+	Deny    = "deny"
+	Approve = "approve"
+	Allow   = "allow"
+)
+
+// Kinds of MCP item a decision is about.
+const (
+	KindTool     = "tool"
+	KindPrompt   = "prompt"
+	KindResource = "resource"
+)
+
+// AllServers is the server key of a narrowing scope's rules that apply to
+// every server (the `global` block of the policy, a group or a principal).
+const AllServers = "*"
+
+// Table is the whole decision table. Fields are declared in sorted JSON-key
+// order; keep it that way, the canonical form depends on it.
+type Table struct {
+	// Channels are the approval and consent channels, by name.
+	Channels map[string]Channel `json:"channels"`
+	// Compiler names the compiler and its version.
+	Compiler string `json:"compiler"`
+	// Digest is "sha256:" and the hex digest of the canonical table with
+	// Digest empty.
+	Digest string `json:"digest"`
+	// Expires, when set, is an RFC 3339 UTC time after which the table must
+	// not be loaded.
+	Expires string `json:"expires,omitempty"`
+	// Format is the table format version, Format.
+	Format string `json:"format"`
+	// Scopes are the narrowing scopes in evaluation order: global, then
+	// groups, then principals, each sorted by name.
+	Scopes []Scope `json:"scopes"`
+	// Serial increases with every table built from a later commit; the
+	// gateway refuses a table older than the last one it accepted.
+	Serial uint64 `json:"serial"`
+	// Servers holds the base scope: each server's own rules and defaults.
+	Servers map[string]Server `json:"servers"`
+	// Source is where the policy came from.
+	Source Source `json:"source"`
+}
+
+// Source is the provenance of a table.
+type Source struct {
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commit_time,omitempty"`
+	// Dirty is set when the work tree's policy differs from the commit.
+	Dirty      bool   `json:"dirty,omitempty"`
+	PolicyPath string `json:"policy_path"`
+	Repository string `json:"repository,omitempty"`
+	Tree       string `json:"tree,omitempty"`
+}
+
+// Channel is a way to reach a human for approvals and consent.
+type Channel struct {
+	// Kind is "webhook" or "approvals_page".
+	Kind         string `json:"kind"`
+	Origin       string `json:"origin"`
+	ReachesHuman bool   `json:"reaches_human"`
+	URL          string `json:"url,omitempty"`
+}
+
+// Channel kinds.
+const (
+	ChannelWebhook       = "webhook"
+	ChannelApprovalsPage = "approvals_page"
+)
+
+// Server holds the rules of one scope for one server, per kind. In the base
+// scope all three kinds are present; in a narrowing scope a kind the scope
+// says nothing about is nil.
+type Server struct {
+	Prompt   *Access `json:"prompt,omitempty"`
+	Resource *Access `json:"resource,omitempty"`
+	Tool     *Access `json:"tool,omitempty"`
+	UI       *UI     `json:"ui,omitempty"`
+}
+
+// Kind returns the access of the named kind, or nil.
+func (s *Server) Kind(kind string) *Access {
+	switch kind {
+	case KindTool:
+		return s.Tool
+	case KindPrompt:
+		return s.Prompt
+	case KindResource:
+		return s.Resource
+	}
+	return nil
+}
+
+// Access is one scope's rules for one server and kind. Within it the first
+// matching rule decides, and rules are stored deny first, then approve, then
+// allow, each in source order; with no match, Default decides. In a
+// narrowing scope Default is "allow" (the scope takes nothing away) unless the
+// scope has an allow_list, when it is "deny" and DefaultOrigin points at it.
+type Access struct {
+	// ApprovalChannel is the channel approvals go to (base scope, tools).
+	ApprovalChannel string `json:"approval_channel,omitempty"`
+	// ApprovalTimeoutSeconds is how long a held call waits; in a narrowing
+	// scope, a shorter value overrides.
+	ApprovalTimeoutSeconds int    `json:"approval_timeout_seconds,omitempty"`
+	Default                string `json:"default"`
+	// DefaultOrigin is where the default was set; empty for the built-in
+	// deny.
+	DefaultOrigin string `json:"default_origin,omitempty"`
+	Rules         []Rule `json:"rules"`
+}
+
+// Rule is one pattern of one list.
+type Rule struct {
+	Effect  string `json:"effect"`
+	Origin  string `json:"origin"`
+	Pattern string `json:"pattern"`
+}
+
+// UI is the SEP-1865 allowlist of ui:// resources of one server.
+type UI struct {
+	AllowList      []string `json:"allow_list"`
+	ConsentChannel string   `json:"consent_channel,omitempty"`
+	Origin         string   `json:"origin"`
+}
+
+// Scope is a narrowing scope: global, a group, or a principal.
+type Scope struct {
+	// Members are the principals of a group scope.
+	Members []string `json:"members,omitempty"`
+	// Name is "global", "group:NAME" or "principal:NAME".
+	Name string `json:"name"`
+	// Servers holds the scope's rules per server; AllServers applies to
+	// every server.
+	Servers map[string]Server `json:"servers"`
+}
+
+// Encode returns the canonical bytes of t with its digest computed and set.
+func Encode(t *Table) ([]byte, error) {
+	t.Digest = ""
+	b, err := marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	t.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	return marshal(t)
+}
+
+func marshal(t *Table) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// FormatError reports a table whose format this build does not know.
+type FormatError struct {
+	Found string
+}
+
+func (e *FormatError) Error() string {
+	if e.Found == "" {
+		return fmt.Sprintf("not a policyc decision table: no %q field (expected format %q)", "format", Format)
+	}
+	return fmt.Sprintf("unknown table format %q: this build reads %q; upgrade policyc or recompile the table", e.Found, Format)
+}
+
+// ErrNotCanonical reports bytes that decode but are not the canonical
+// encoding; such a table was not written by policyc or was altered.
+var ErrNotCanonical = errors.New("table is not in canonical form (altered after it was compiled?)")
+
+// DigestError reports a table whose digest does not match its content.
+type DigestError struct {
+	Recorded, Computed string
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("table digest mismatch: recorded %s, content hashes to %s", e.Recorded, e.Computed)
+}
+
+// Decode parses canonical table bytes and checks the format, the digest and
+// the structure. It is the only way a table is read.
+func Decode(b []byte) (*Table, error) {
+	var head struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("decode table: %w", err)
+	}
+	if head.Format != Format {
+		return nil, &FormatError{Found: head.Format}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var t Table
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("decode table: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("decode table: trailing data after the table")
+	}
+	re, err := marshal(&t)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(re, b) {
+		return nil, ErrNotCanonical
+	}
+	recorded := t.Digest
+	t.Digest = ""
+	body, err := marshal(&t)
+	if err != nil {
+		return nil, err
+	}
+	t.Digest = recorded
+	sum := sha256.Sum256(body)
+	if computed := "sha256:" + hex.EncodeToString(sum[:]); computed != recorded {
+		return nil, &DigestError{Recorded: recorded, Computed: computed}
+	}
+	if err := t.Check(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Check validates the structure of a table: effects, defaults, references
+// to channels, scope names. Patterns are checked by the runtime when it
+// compiles them.
+func (t *Table) Check() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if t.Servers == nil {
+		add("table has no servers object")
+	}
+	if t.Expires != "" {
+		if _, err := time.Parse(time.RFC3339, t.Expires); err != nil {
+			add("expires: %v", err)
+		}
+	}
+	for name, c := range t.Channels {
+		if c.Kind != ChannelWebhook && c.Kind != ChannelApprovalsPage {
+			add("channel %s: unknown kind %q", name, c.Kind)
+		}
+	}
+	checkAccess := func(where string, a *Access, base bool) {
+		if a == nil {
+			if base {
+				add("%s: missing", where)
+			}
+			return
+		}
+		if a.Default != Allow && a.Default != Deny {
+			add("%s: default %q is neither allow nor deny", where, a.Default)
+		}
+		if a.ApprovalTimeoutSeconds < 0 {
+			add("%s: negative approval timeout", where)
+		}
+		if a.ApprovalChannel != "" {
+			if _, ok := t.Channels[a.ApprovalChannel]; !ok {
+				add("%s: approval channel %q is not in channels", where, a.ApprovalChannel)
+			}
+		}
+		last := 0
+		for i, r := range a.Rules {
+			rank := effectRank(r.Effect)
+			if rank < 0 {
+				add("%s: rule %d: unknown effect %q", where, i, r.Effect)
+				continue
+			}
+			if rank < last {
+				add("%s: rule %d: rules are not ordered deny, approve, allow", where, i)
+			}
+			last = rank
+			if r.Pattern == "" {
+				add("%s: rule %d: empty pattern", where, i)
+			}
+		}
+	}
+	checkServer := func(where string, s Server, base bool) {
+		checkAccess(where+".tool", s.Tool, base)
+		checkAccess(where+".prompt", s.Prompt, base)
+		checkAccess(where+".resource", s.Resource, base)
+		if s.Prompt != nil && hasEffect(s.Prompt.Rules, Approve) || s.Resource != nil && hasEffect(s.Resource.Rules, Approve) {
+			add("%s: approve rules on a prompt or resource: no approval hold exists on a fetch", where)
+		}
+		if s.UI != nil {
+			if !base {
+				add("%s: ui allowlist outside the base scope", where)
+			}
+			for _, p := range s.UI.AllowList {
+				if !strings.HasPrefix(p, "ui://") {
+					add("%s.ui: %q is not a ui:// URI", where, p)
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(t.Servers) {
+		if name == AllServers {
+			add("servers: %q is not a server name", name)
+		}
+		checkServer("servers."+name, t.Servers[name], true)
+	}
+	for i, sc := range t.Scopes {
+		if !(sc.Name == "global" || strings.HasPrefix(sc.Name, "group:") || strings.HasPrefix(sc.Name, "principal:")) {
+			add("scopes[%d]: unknown scope name %q", i, sc.Name)
+		}
+		for _, name := range sortedKeys(sc.Servers) {
+			checkServer(fmt.Sprintf("scopes[%d](%s).%s", i, sc.Name, name), sc.Servers[name], false)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func effectRank(e string) int {
+	switch e {
+	case Deny:
+		return 0
+	case Approve:
+		return 1
+	case Allow:
+		return 2
+	}
+	return -1
+}
+
+func hasEffect(rules []Rule, effect string) bool {
+	for _, r := range rules {
+		if r.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -13,7 +13,9 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/parser"
 
 	"github.com/policyc/policyc/runtime/table"
 	"github.com/policyc/policyc/schema"
@@ -47,22 +49,93 @@ type Result struct {
 	Table *table.Table
 }
 
-// compilation is the state of one Compile call.
+// compilation is the state of one Evaluate or Compile call.
 type compilation struct {
-	ctx        *cue.Context
-	schemaFile string
-	policyDef  cue.Value
-	parsed     *parsed
-	badKeys    map[string]bool
-	diags      []Diagnostic
+	ctx *cue.Context
+	// def is the schema definition the sources are checked against, and
+	// pkg the CUE package they must declare.
+	def, pkg  string
+	policyDef cue.Value
+	parsed    *parsed
+	badKeys   map[string]bool
+	diags     []Diagnostic
 }
 
 func (c *compilation) add(d Diagnostic) { c.diags = append(c.diags, d) }
 
+// Evaluation is CUE sources checked against a schema definition.
+type Evaluation struct {
+	// Value is the evaluated sources (without schema defaults). It must not
+	// be used when Diagnostics hold an error.
+	Value cue.Value
+	// Diagnostics are sorted by position.
+	Diagnostics []Diagnostic
+	c           *compilation
+}
+
+// KeyPos returns where a dotted key path (e.g. "rules.shadowed-rule.level")
+// was written, or where its closest enclosing key was.
+func (e *Evaluation) KeyPos(dotted string) Position { return e.c.keyPos(dotted) }
+
+// Evaluate reads CUE sources of package pkg and checks them against the
+// schema definition def (for example "#Policy"): encoding, syntax, package
+// clause, unknown keys with suggestions, types. Every other CUE input of
+// policyc (lint configuration, gateway configuration) is read through it, so
+// all report problems the same way.
+func Evaluate(files []File, pkg, def string) *Evaluation {
+	c := &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{}}
+	v := c.evaluate(files)
+	SortDiagnostics(c.diags)
+	return &Evaluation{Value: v, Diagnostics: c.diags, c: c}
+}
+
+// evaluate runs the checks of Evaluate and returns the evaluated value.
+func (c *compilation) evaluate(files []File) cue.Value {
+	c.policyDef = c.schema().LookupPath(cue.ParsePath(c.def))
+	if !c.policyDef.Exists() {
+		panic("embedded schema has no definition " + c.def)
+	}
+	c.parsed = c.parseFiles(files)
+	c.checkKeys(c.parsed)
+	if HasErrors(c.diags) && len(c.parsed.files) < len(files) {
+		// Some files did not parse: evaluating the rest would report
+		// follow-on errors about what the broken files define.
+		return cue.Value{}
+	}
+	v := c.ctx.BuildInstance(c.instance(c.parsed))
+	if err := v.Err(); err != nil {
+		c.cueErrors(err, CodeType)
+		return v
+	}
+	if err := c.policyDef.Unify(v).Validate(cue.Concrete(true)); err != nil {
+		c.cueErrors(err, CodeType)
+	}
+	return v
+}
+
+// schema builds the embedded schema package.
+func (c *compilation) schema() cue.Value {
+	inst := build.NewContext().NewInstance("", nil)
+	for _, f := range schema.Files() {
+		tree, err := parser.ParseFile(f.Name, f.Data, parser.ParseComments)
+		if err != nil {
+			panic("embedded schema does not parse: " + err.Error())
+		}
+		if err := inst.AddSyntax(tree); err != nil {
+			panic("embedded schema: " + err.Error())
+		}
+	}
+	v := c.ctx.BuildInstance(inst)
+	if err := v.Err(); err != nil {
+		panic("embedded schema does not compile: " + err.Error())
+	}
+	return v
+}
+
 // Compile checks the policy sources and, when they hold no error, freezes
 // them into a table.
 func Compile(in Input) *Result {
-	c := &compilation{ctx: cuecontext.New(), schemaFile: schema.Filename, badKeys: map[string]bool{}}
+	c := &compilation{ctx: cuecontext.New(), def: "#Policy", pkg: PackageName, badKeys: map[string]bool{}}
 	res := &Result{}
 	defer func() {
 		SortDiagnostics(c.diags)
@@ -74,37 +147,23 @@ func Compile(in Input) *Result {
 			Suggestion: "point policyc at the directory that holds the policy, or run `policyc init` to create one"})
 		return res
 	}
-	sch := c.ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
-	if err := sch.Err(); err != nil {
-		panic("embedded schema does not compile: " + err.Error())
-	}
-	c.policyDef = sch.LookupPath(cue.ParsePath("#Policy"))
-
-	c.parsed = c.parseFiles(in.Files)
-	c.checkKeys(c.parsed)
-	if HasErrors(c.diags) && len(c.parsed.files) < len(in.Files) {
-		// Some files did not parse: evaluating the rest would report
-		// follow-on errors about what the broken files define.
+	v := c.evaluate(in.Files)
+	if !v.Exists() || v.Err() != nil {
 		return res
 	}
-	inst := c.instance(c.parsed)
-	v := c.ctx.BuildInstance(inst)
-	if err := v.Err(); err != nil {
-		c.cueErrors(err, CodeType)
-		return res
-	}
-	if err := c.policyDef.Unify(v).Validate(cue.Concrete(true)); err != nil {
-		c.cueErrors(err, CodeType)
-	}
-	if HasErrors(c.diags) {
-		return res
-	}
-	p := decoder{c}.policy(v)
+	// Read the policy even when it has type errors, so globs, channels and
+	// references are reported in the same run; the decoder stays quiet
+	// about values CUE already called wrong.
+	typeErrors := HasErrors(c.diags)
+	p := decoder{c: c, quiet: typeErrors}.policy(v)
 	c.check(p)
-	res.Policy = p
 	if HasErrors(c.diags) {
+		if !typeErrors {
+			res.Policy = p
+		}
 		return res
 	}
+	res.Policy = p
 	res.Table = Freeze(p, in.Source, in.Serial)
 	return res
 }

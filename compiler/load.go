@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -92,7 +94,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 			}
 			continue
 		}
-		if name := tree.PackageName(); name != PackageName {
+		if name := tree.PackageName(); name != c.pkg {
 			pos := Position{File: f.Name, Line: 1, Column: 1}
 			msg := "file has no package clause"
 			if name != "" {
@@ -104,8 +106,8 @@ func (c *compilation) parseFiles(files []File) *parsed {
 				}
 			}
 			c.add(Diagnostic{Pos: pos, Code: CodeWrongPackage, Severity: Error,
-				Message:    msg + "; every policy file must be in package " + PackageName,
-				Suggestion: "start the file with: package " + PackageName})
+				Message:    msg + "; it must be in package " + c.pkg,
+				Suggestion: "start the file with: package " + c.pkg})
 			continue
 		}
 		p.files = append(p.files, tree)
@@ -142,8 +144,16 @@ func (c *compilation) instance(p *parsed) *build.Instance {
 }
 
 // cueErrors turns CUE errors into diagnostics. "field not allowed" errors
-// for keys the key check already reported are dropped.
+// for keys the key check already reported are dropped, and the branches of
+// a failed disjunction at one path become one diagnostic listing the
+// allowed values.
 func (c *compilation) cueErrors(err error, code string) {
+	type enumErr struct {
+		d      Diagnostic
+		values []map[string]bool
+	}
+	var enums []*enumErr
+	byPath := map[string]*enumErr{}
 	for _, e := range cueerrors.Errors(err) {
 		format, args := e.Msg()
 		msg := fmt.Sprintf(format, args...)
@@ -154,12 +164,28 @@ func (c *compilation) cueErrors(err error, code string) {
 		dotted := strings.Join(path, ".")
 		pos := Position{}
 		for _, p := range cueerrors.Positions(e) {
-			if p.Filename() != c.schemaFile {
+			if !strings.HasPrefix(p.Filename(), "schema/") {
 				pos = posOf(p)
 				break
 			}
 		}
 		d := Diagnostic{Pos: pos, Code: code, Severity: Error, Path: dotted}
+		if d.Pos.File == "" {
+			d.Pos = c.keyPos(dotted)
+		}
+		if strings.Contains(msg, "errors in empty disjunction") {
+			continue // its branches follow as errors of their own
+		}
+		if m := conflictRE.FindStringSubmatch(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
+			ee := byPath[dotted]
+			if ee == nil {
+				ee = &enumErr{d: d}
+				byPath[dotted] = ee
+				enums = append(enums, ee)
+			}
+			ee.values = append(ee.values, map[string]bool{m[1]: true, m[2]: true})
+			continue
+		}
 		switch {
 		case msg == "field not allowed":
 			if c.reportedKey(dotted) {
@@ -170,19 +196,49 @@ func (c *compilation) cueErrors(err error, code string) {
 		case strings.HasPrefix(msg, "incomplete value"):
 			d.Message = fmt.Sprintf("%s: missing or incomplete value (%s)", dotted, msg)
 			d.Suggestion = "give it a concrete value"
+		case dotted != "":
+			d.Message = dotted + ": " + msg
 		default:
-			if dotted != "" {
-				d.Message = dotted + ": " + msg
-			} else {
-				d.Message = msg
+			d.Message = msg
+		}
+		c.add(d)
+	}
+	for _, ee := range enums {
+		// The user's value is the one every branch conflicted with; the
+		// others are what the schema allows.
+		given := ""
+		for v := range ee.values[0] {
+			all := true
+			for _, vs := range ee.values[1:] {
+				all = all && vs[v]
+			}
+			if all && (given == "" || v < given) {
+				given = v
 			}
 		}
-		if d.Pos.File == "" {
-			d.Pos = c.keyPos(dotted)
+		var allowed []string
+		for _, vs := range ee.values {
+			for v := range vs {
+				if v != given && !slices.Contains(allowed, v) {
+					allowed = append(allowed, v)
+				}
+			}
+		}
+		sort.Strings(allowed)
+		d := ee.d
+		if len(ee.values) == 1 {
+			d.Message = fmt.Sprintf("%s: %s is not allowed here; the only allowed value is %s", d.Path, given, allowed[0])
+		} else {
+			d.Message = fmt.Sprintf("%s: %s is not allowed here; allowed values: %s", d.Path, given, strings.Join(allowed, ", "))
+		}
+		if given == `"approve"` && (strings.HasSuffix(d.Path, ".default") || strings.HasPrefix(d.Path, "defaults.")) {
+			d.Suggestion = "approve is not a default: list the tools that need a human in approval_list"
 		}
 		c.add(d)
 	}
 }
+
+var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
 
 // reportedKey reports whether the key check already reported dotted or a
 // key above it.
@@ -279,6 +335,9 @@ func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Positio
 	if len(keyPath) >= 2 {
 		parent = keyPath[len(keyPath)-2]
 	}
+	if c.def != "#Policy" {
+		return c.plainUnknownKey(schema, keyPath, pos)
+	}
 	narrowing := keyPath[0] == "groups" || keyPath[0] == "principals" || keyPath[0] == "global"
 	fetch := parent == "prompt" || parent == "resource"
 	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
@@ -306,6 +365,15 @@ func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Positio
 		d.Suggestion = "set approval_channel in mcp_servers.<server>.access.tool or global.access.tool"
 		return d
 	}
+	return c.plainUnknownKey(schema, keyPath, pos)
+}
+
+// plainUnknownKey is the diagnostic for an unknown key with no special
+// reason: the closest known key, or the list of known keys.
+func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Position) Diagnostic {
+	dotted := strings.Join(keyPath, ".")
+	name := keyPath[len(keyPath)-1]
+	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
 	known := c.knownKeys(schema)
 	d.Message = fmt.Sprintf("%s: unknown key %q", dotted, name)
 	if s := suggest(name, known); s != "" {

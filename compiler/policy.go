@@ -119,6 +119,8 @@ func listEffect(key string) string {
 // is what CUE cannot: globs, channels, references.
 type decoder struct {
 	c *compilation
+	// quiet suppresses type errors: set when CUE already reported some.
+	quiet bool
 }
 
 func (d decoder) pos(v cue.Value, dotted string) Position {
@@ -153,6 +155,9 @@ func (d decoder) str(v cue.Value, dotted string) *Setting {
 	}
 	s, err := v.String()
 	if err != nil {
+		if d.quiet {
+			return nil
+		}
 		d.c.add(Diagnostic{Pos: d.pos(v, dotted), Code: CodeType, Severity: Error, Path: dotted,
 			Message: fmt.Sprintf("%s: %v", dotted, err)})
 		return nil
@@ -214,7 +219,7 @@ func (d decoder) channel(name string, v cue.Value) *Channel {
 		ch.Kind = table.ChannelWebhook
 		if u := d.str(lookup(hook, "url"), path+".webhook.url"); u != nil {
 			ch.URL = u.Value
-		} else if !lookup(hook, "url").Exists() {
+		} else if !lookup(hook, "url").Exists() && !d.quiet {
 			d.c.add(Diagnostic{Pos: d.pos(hook, path+".webhook"), Code: CodeType, Severity: Error, Path: path + ".webhook.url",
 				Message:    fmt.Sprintf("%s.webhook: url is required", path),
 				Suggestion: `add url: "https://…", the address the gateway POSTs approval requests to`})

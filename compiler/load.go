@@ -198,6 +198,9 @@ func (c *compilation) cueErrors(err error, code string) {
 			d.Suggestion = "give it a concrete value"
 		case dotted != "":
 			d.Message = dotted + ": " + msg
+			if strings.Contains(msg, `out of bound =~"^[A-Za-z0-9]`) {
+				d.Suggestion = "a name starts with a letter or digit and continues with letters, digits, '.', '_' or '-' (principal names may also use '@', '+', ':' and '/')"
+			}
 		default:
 			d.Message = msg
 		}

@@ -1,0 +1,110 @@
+// Package policygen generates large, realistic policies for benchmarks and
+// load tests: many servers, each with a mix of literal and glob rules across
+// deny, approval and allow lists. Output is deterministic for a seed.
+package policygen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/policyc/policyc/compiler"
+)
+
+var (
+	verbs = []string{"get", "list", "search", "create", "update", "delete", "merge", "close", "open", "read", "write", "move", "sync", "export", "import"}
+	nouns = []string{"issue", "comment", "pull_request", "branch", "file", "project", "team", "user", "label", "milestone", "release", "secret", "webhook", "entity", "relation"}
+)
+
+// Spec says how big a policy to generate.
+type Spec struct {
+	Servers        int
+	RulesPerServer int
+	// GlobShare is the fraction of rules that are globs (0.6 by default).
+	GlobShare float64
+	Seed      uint64
+}
+
+// Policy is a generated policy: its CUE sources and names worth asking
+// about (a mix of names that rules match and names they do not).
+type Policy struct {
+	Files   []compiler.File
+	Servers []string
+	Names   []string
+	Rules   int
+}
+
+// Generate builds the policy of spec: one file per server plus a file with
+// the channels, so it has the shape of a real policy repository.
+func Generate(spec Spec) Policy {
+	if spec.GlobShare == 0 {
+		spec.GlobShare = 0.6
+	}
+	r := rand.New(rand.NewPCG(spec.Seed, 0x9e3779b97f4a7c15))
+	p := Policy{}
+	p.Files = append(p.Files, compiler.File{Name: "channels.cue", Data: []byte(`package policy
+
+approval_channels: page: approvals_page: {}
+global: access: tool: approval_channel: "page"
+`)})
+	for _, v := range verbs {
+		for _, n := range nouns {
+			p.Names = append(p.Names, v+"_"+n)
+		}
+	}
+	p.Names = append(p.Names, "zz_unmatched_tool", "get", "x")
+	for s := 0; s < spec.Servers; s++ {
+		name := fmt.Sprintf("srv%03d", s)
+		p.Servers = append(p.Servers, name)
+		lists := map[string][]string{}
+		seen := map[string]bool{}
+		for len(seen) < spec.RulesPerServer {
+			var pat string
+			if r.Float64() < spec.GlobShare {
+				pat = globPattern(r)
+			} else {
+				pat = verbs[r.IntN(len(verbs))] + "_" + nouns[r.IntN(len(nouns))] + fmt.Sprintf("_%d", r.IntN(50))
+			}
+			if seen[pat] {
+				continue
+			}
+			seen[pat] = true
+			list := []string{"deny_list", "approval_list", "allow_list", "allow_list"}[r.IntN(4)]
+			lists[list] = append(lists[list], pat)
+		}
+		p.Rules += len(seen)
+		var b strings.Builder
+		fmt.Fprintf(&b, "package policy\n\nmcp_servers: %q: access: tool: {\n", name)
+		for _, list := range []string{"deny_list", "approval_list", "allow_list"} {
+			if len(lists[list]) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\t%s: [\n", list)
+			for _, pat := range lists[list] {
+				fmt.Fprintf(&b, "\t\t%q,\n", pat)
+			}
+			b.WriteString("\t]\n")
+		}
+		b.WriteString("}\n")
+		p.Files = append(p.Files, compiler.File{Name: name + ".cue", Data: []byte(b.String())})
+	}
+	return p
+}
+
+func globPattern(r *rand.Rand) string {
+	v, n := verbs[r.IntN(len(verbs))], nouns[r.IntN(len(nouns))]
+	switch r.IntN(6) {
+	case 0:
+		return v + "_*"
+	case 1:
+		return "*_" + n
+	case 2:
+		return v + "_" + n[:1] + "?" + n[min(2, len(n)):] + "*"
+	case 3:
+		return "[a-m]*_" + n
+	case 4:
+		return v + "_*_" + fmt.Sprint(r.IntN(10))
+	default:
+		return "*" + n[:3] + "*"
+	}
+}

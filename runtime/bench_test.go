@@ -1,0 +1,72 @@
+package runtime_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/policygen"
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen.Policy) {
+	tb.Helper()
+	gen := policygen.Generate(policygen.Spec{Servers: servers, RulesPerServer: rules, Seed: 1})
+	res := compiler.Compile(compiler.Input{Files: gen.Files, Source: table.Source{PolicyPath: "gen"}})
+	if res.Table == nil {
+		for _, d := range res.Diagnostics {
+			tb.Log(d.Format(""))
+		}
+		tb.Fatal("generated policy does not compile")
+	}
+	rt, err := runtime.Load(res.Table)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rt, gen
+}
+
+// BenchmarkDecide measures one decision on generated policies: 50 servers ×
+// 35 tool rules (1,750) and 200 × 50 (10,000), about 60% globs, deny,
+// approval and allow mixed. Requests cycle over servers and names, hits and
+// misses alike.
+func BenchmarkDecide(b *testing.B) {
+	for _, size := range []struct{ servers, rules int }{{50, 35}, {200, 50}} {
+		b.Run(fmt.Sprintf("rules=%d", size.servers*size.rules), func(b *testing.B) {
+			rt, gen := loadGenerated(b, size.servers, size.rules)
+			type req struct{ server, name string }
+			reqs := make([]req, 0, 4096)
+			for i := 0; len(reqs) < cap(reqs); i++ {
+				reqs = append(reqs, req{gen.Servers[i%len(gen.Servers)], gen.Names[(i*7)%len(gen.Names)]})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var allowed int
+			for i := 0; i < b.N; i++ {
+				r := reqs[i%len(reqs)]
+				if rt.Decide("", r.server, runtime.Tool, r.name).Effect == runtime.Allow {
+					allowed++
+				}
+			}
+			if allowed == 0 {
+				b.Fatal("no request was allowed: the generated policy is degenerate")
+			}
+		})
+	}
+}
+
+// TestDecideAllocs pins the zero-allocation property of Decide, for named and
+// anonymous principals, hits and misses.
+func TestDecideAllocs(t *testing.T) {
+	rt, gen := loadGenerated(t, 5, 35)
+	allocs := testing.AllocsPerRun(200, func() {
+		for _, n := range gen.Names[:40] {
+			rt.Decide("", gen.Servers[1], runtime.Tool, n)
+			rt.Decide("nobody", "missing", runtime.Tool, n)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Decide allocates %.1f times per run; want 0", allocs)
+	}
+}

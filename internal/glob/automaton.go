@@ -121,8 +121,7 @@ func newAutomaton(pats []*Pattern) *automaton {
 		members[c] = append(members[c], runeRange{lo, hi})
 	}
 	a.reps = make([]rune, len(members))
-	for c, rs := range members {
-		slices.SortFunc(rs, func(x, y runeRange) int { return int(x.lo - y.lo) })
+	for c, rs := range members { // rs is sorted: intervals were visited in order
 		a.reps[c] = bestRune(rs, a.lits)
 	}
 	return a
@@ -163,6 +162,34 @@ func (a *automaton) close(s []uint64) {
 }
 
 func setBit(s []uint64, i int) { s[i>>6] |= 1 << (i & 63) }
+
+// isClearBelow reports whether no bit of s below position i is set.
+func isClearBelow(s []uint64, i int) bool {
+	w := i >> 6
+	for _, x := range s[:w] {
+		if x != 0 {
+			return false
+		}
+	}
+	return s[w]&(1<<(i&63)-1) == 0
+}
+
+// hasAnyIn reports whether some bit of s in positions lo..hi is set.
+func hasAnyIn(s []uint64, lo, hi int) bool {
+	for i := lo; i <= hi; i++ {
+		if hasBit(s, i) {
+			return true
+		}
+	}
+	return false
+}
+
+// clearFrom clears every bit of s from position i on.
+func clearFrom(s []uint64, i int) {
+	w := i >> 6
+	s[w] &= 1<<(i&63) - 1
+	clear(s[w+1:])
+}
 
 func hasBit(s []uint64, i int) bool { return s[i>>6]&(1<<(i&63)) != 0 }
 

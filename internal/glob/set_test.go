@@ -76,6 +76,23 @@ func TestSetFirstOrder(t *testing.T) {
 	if s.Len() != 5 {
 		t.Errorf("Len() = %d; want 5", s.Len())
 	}
+
+	// Literals (in the map) and globs (in the DFA) interleave; a literal
+	// with U+FFFD also matches an invalid byte.
+	s = Compile(parseAll(t, "list_*", "get_issue", "*_issue", "get_issue", "x\uFFFD", "x\uFFFD", "*"))
+	for name, want := range map[string]int{
+		"get_issue":  1,
+		"list_issue": 0,
+		"my_issue":   2,
+		"x\uFFFD":    4,
+		"x\xff":      4,
+		"x\xfe":      4,
+		"get_":       6,
+	} {
+		if got := s.First(name); got != want {
+			t.Errorf("First(%q) = %d; want %d", name, got, want)
+		}
+	}
 }
 
 func TestSetEdgeCases(t *testing.T) {
@@ -103,9 +120,9 @@ func TestSetFirstRandom(t *testing.T) {
 			srcs = append(srcs, randGlob(rng, tokens, maxTokens))
 		}
 		pats := parseAll(t, srcs...)
-		dfa, slow := Compile(pats), compile(pats, 1)
-		if slow.fallback == nil {
-			t.Fatal("compile with limit 1 built a DFA")
+		dfa, slow := Compile(pats), compile(pats, 0)
+		if slow.trans != nil {
+			t.Fatal("compile with limit 0 built a DFA")
 		}
 		for range 50 {
 			name := randName(rng, pieces, 10)
@@ -125,7 +142,7 @@ func TestSetDFACap(t *testing.T) {
 	blowup := "*a" + strings.Repeat("?", 20)
 	pats := parseAll(t, "get_*", blowup)
 	s := Compile(pats)
-	if s.fallback == nil {
+	if s.trans != nil {
 		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, len(s.trans)/(s.cells+1))
 	}
 	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {

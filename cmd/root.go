@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -24,6 +25,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	err := root.Execute()
 	if err == nil {
 		return ExitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra reports unknown subcommands as plain errors.
+		err = withCode(ExitUsage, fmt.Errorf("%w (see 'policyc --help')", err))
 	}
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.err != errSilent {

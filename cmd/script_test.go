@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -25,10 +28,40 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../testdata/script",
 		UpdateScripts:       *update,
 		RequireExplicitExec: false,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits": cmdExits,
+		},
 		Setup: func(env *testscript.Env) error {
 			examples, err := filepath.Abs("../examples")
 			env.Setenv("EXAMPLES", examples)
 			return err
 		},
 	})
+}
+
+// cmdExits runs a command and checks its exit code:
+//
+//	exits CODE policyc ARGS...
+//
+// Its stdout and stderr are kept for the stdout and stderr commands, as
+// with exec.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
 }

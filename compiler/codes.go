@@ -17,6 +17,23 @@ const (
 	CodeUINoConsent      = "ui-no-consent"
 	CodeInvalidUIPattern = "invalid-ui-pattern"
 	CodeUnknownServer    = "unknown-server"
+
+	// Reachability: rules that cannot take effect (reach.go).
+	CodeEmptyPattern       = "empty-pattern"
+	CodeDuplicatePattern   = "duplicate-pattern"
+	CodeShadowedRule       = "shadowed-rule"
+	CodePartlyShadowed     = "partly-shadowed"
+	CodeApprovalNeverAsked = "approval-never-asked"
+	CodeAllowNeverAllows   = "allow-never-allows"
+	CodeNarrowingNoEffect  = "narrowing-no-effect"
+	CodeRedundantDeny      = "redundant-deny"
+	CodeEmptyGroup         = "empty-group"
+	CodeUIResourceDenied   = "ui-resource-denied"
+	CodeApprovalTimeout    = "approval-timeout-too-long"
+
+	// The linter's own codes, about its ignore comments (package lint).
+	CodeUnusedIgnore  = "unused-ignore"
+	CodeInvalidIgnore = "invalid-ignore"
 )
 
 // Category groups codes in the rule catalogue.
@@ -29,6 +46,8 @@ const (
 	CategoryApproval Category = "approval" // approval holds and their channels
 	CategoryUI       Category = "ui"       // MCP Apps ui:// resources
 	CategoryScope    Category = "scope"    // scopes and narrowing
+	CategoryReach    Category = "reach"    // rules that cannot take effect
+	CategoryLint     Category = "lint"     // the linter's ignore comments
 )
 
 // CodeInfo describes one diagnostic code for the rule catalogue.
@@ -39,7 +58,10 @@ type CodeInfo struct {
 	Summary  string
 }
 
-// Codes lists every diagnostic code the compiler emits, in catalogue order.
+// Codes lists every diagnostic code the compiler and the linter emit, in
+// catalogue order. A code whose level is Error stops compilation; the lint
+// configuration cannot lower it or ignore it, so a policy that does not
+// compile never lints clean.
 var Codes = []CodeInfo{
 	{CodeNoPolicy, CategorySource, Error, "the policy directory holds no .cue files"},
 	{CodeNotUTF8, CategorySource, Error, "a policy file is not valid UTF-8"},
@@ -55,6 +77,19 @@ var Codes = []CodeInfo{
 	{CodeUINoConsent, CategoryUI, Error, "ui:// resources allowlisted with no consent channel that reaches a human"},
 	{CodeInvalidUIPattern, CategoryUI, Error, "a ui allowlist entry that is not exact, prefix* or prefix/"},
 	{CodeUnknownServer, CategoryScope, Warning, "rules for a server that mcp_servers does not define never apply"},
+	{CodeEmptyPattern, CategoryReach, Error, "a pattern that can match no name"},
+	{CodeDuplicatePattern, CategoryReach, Warning, "a pattern written twice in the same block: the second never decides"},
+	{CodeShadowedRule, CategoryReach, Warning, "a rule wholly shadowed by higher-precedence rules of the same scope, server and kind"},
+	{CodePartlyShadowed, CategoryReach, Info, "a rule partly shadowed by higher-precedence rules of its block: one name it decides, one it loses"},
+	{CodeApprovalNeverAsked, CategoryApproval, Warning, "an approval entry that a deny always beats: the human is never asked"},
+	{CodeAllowNeverAllows, CategoryReach, Warning, "an allow entry that an approval or a deny of another scope always beats"},
+	{CodeNarrowingNoEffect, CategoryScope, Warning, "a global, group or principal rule that tries to widen access or repeats a hold: it changes no decision"},
+	{CodeRedundantDeny, CategoryScope, Info, "a global, group or principal deny entry whose every name is already denied"},
+	{CodeEmptyGroup, CategoryScope, Warning, "a group with rules but no members: its rules apply to no one"},
+	{CodeUIResourceDenied, CategoryUI, Warning, "a resource allow entry that admits ui:// URIs the ui allowlist does not: they are denied"},
+	{CodeApprovalTimeout, CategoryApproval, Warning, "approval holds longer than common MCP hosts wait for a tool result"},
+	{CodeUnusedIgnore, CategoryLint, Warning, "a policyc:ignore comment that silences no finding"},
+	{CodeInvalidIgnore, CategoryLint, Warning, "a policyc:ignore comment without a known rule id and a reason, or for a rule that cannot be ignored"},
 }
 
 // LookupCode returns the catalogue entry of a code.

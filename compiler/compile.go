@@ -157,6 +157,9 @@ func Compile(in Input) *Result {
 	typeErrors := HasErrors(c.diags)
 	p := decoder{c: c, quiet: typeErrors}.policy(v)
 	c.check(p)
+	if !typeErrors {
+		c.diags = append(c.diags, Reach(p)...)
+	}
 	if HasErrors(c.diags) {
 		if !typeErrors {
 			res.Policy = p

@@ -1,0 +1,1123 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/policyc/policyc/internal/glob"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// DefaultMaxApprovalTimeout is the longest approval hold, in seconds, that
+// approval-timeout-too-long accepts unless the lint configuration says
+// otherwise: the MCP TypeScript SDK gives up on a request after 60 s by
+// default, and so do the hosts built on it (docs/lint.md lists them).
+const DefaultMaxApprovalTimeout = 60
+
+// ReachOptions tunes the reachability analysis.
+type ReachOptions struct {
+	// MaxApprovalTimeout is the longest approval hold, in seconds, that
+	// hosts are assumed to wait for; 0 means DefaultMaxApprovalTimeout.
+	MaxApprovalTimeout int
+}
+
+// Reachability is the verdict on one rule.
+type Reachability uint8
+
+// Verdicts.
+const (
+	// ReachUnknown: the search gave up (see glob.Witness); nothing is
+	// reported about the rule.
+	ReachUnknown Reachability = iota
+	// Reachable: the rule decides at least one name for some principal.
+	Reachable
+	// Unreachable: the rule decides no name for any principal.
+	Unreachable
+)
+
+func (r Reachability) String() string {
+	switch r {
+	case Reachable:
+		return "reachable"
+	case Unreachable:
+		return "unreachable"
+	}
+	return "unknown"
+}
+
+// RuleReach is the verdict on one entry of a deny_list, approval_list or
+// allow_list, in one block (scope, server, kind).
+type RuleReach struct {
+	Entry *Entry
+	// Path is the entry's key path, e.g.
+	// mcp_servers.github.access.tool.allow_list[2].
+	Path string
+	// Scope is "server" for a server's own rules, else the narrowing scope:
+	// "global", "group:NAME" or "principal:NAME".
+	Scope string
+	// Server is the server of the block, or table.AllServers.
+	Server string
+	Kind   string
+	// Effect is table.Deny, table.Approve or table.Allow.
+	Effect string
+	// Index is the rule's position in its frozen block (deny, approve,
+	// allow, each in source order).
+	Index  int
+	Status Reachability
+	// When Reachable: a principal ("" stands for any principal with no
+	// group or scope of its own), a server and a name this rule decides.
+	Principal, WitnessServer, Witness string
+}
+
+// ReachResult is the outcome of the analysis.
+type ReachResult struct {
+	// Rules holds one verdict per rule, in block order.
+	Rules []RuleReach
+	// Diagnostics are the findings, unsorted.
+	Diagnostics []Diagnostic
+}
+
+// ServerScope is the scope name of a server's own rules, as the runtime
+// names it.
+const ServerScope = "server"
+
+// Reach runs the reachability analysis with default options and returns its
+// findings. Compile calls it on every policy without type errors.
+func Reach(p *Policy) []Diagnostic { return AnalyzeReach(p, ReachOptions{}).Diagnostics }
+
+// AnalyzeReach finds the rules of p that cannot take effect.
+//
+// A rule decides a name for a principal when the gateway's decision for it
+// names that rule (runtime Decision.Rule). A narrowing scope's allow entry
+// never grants anything by itself: it decides a name when it is the first
+// rule of its block that matches and the final decision is not deny (it is
+// what keeps its allow_list from denying the name). A rule that decides no
+// name for any principal is reported, with the reason: it is empty, a
+// duplicate, shadowed within its block, or beaten in every case by another
+// scope or by the ui:// allowlist.
+//
+// The analysis is exact (glob.Witness over the patterns of the scopes that
+// apply) and runs block by block: a rule is only ever compared with the
+// rules of the blocks that decide together with it, never with the whole
+// policy.
+func AnalyzeReach(p *Policy, opts ReachOptions) *ReachResult {
+	if opts.MaxApprovalTimeout <= 0 {
+		opts.MaxApprovalTimeout = DefaultMaxApprovalTimeout
+	}
+	a := newAnalyzer(p)
+	for _, b := range a.blocks {
+		a.analyzeBlock(b)
+	}
+	a.res.Diagnostics = append(a.res.Diagnostics, ApprovalTimeoutDiagnostics(p, opts.MaxApprovalTimeout)...)
+	return a.res
+}
+
+type effect uint8
+
+const (
+	effDeny effect = iota
+	effApprove
+	effAllow
+)
+
+func effectOf(s string) effect {
+	switch s {
+	case table.Deny:
+		return effDeny
+	case table.Approve:
+		return effApprove
+	}
+	return effAllow
+}
+
+func (e effect) String() string { return [...]string{table.Deny, table.Approve, table.Allow}[e] }
+
+// verb says what a decision of e does to a name.
+func (e effect) verb() string {
+	return [...]string{"denied", "held for approval", "allowed"}[e]
+}
+
+// rrule is one rule of a block.
+type rrule struct {
+	entry *Entry
+	list  *List
+	pos   int // index in the block
+	eff   effect
+	path  string
+	lit   string
+	isLit bool
+	// prefix and suffix are literal text every name the rule matches
+	// starts and ends with (see affixes).
+	prefix, suffix string
+}
+
+func (r *rrule) pat() *glob.Pattern { return r.entry.Glob }
+
+func (r *rrule) match(name string) bool {
+	if r.isLit {
+		return r.lit == name
+	}
+	return r.entry.Glob.Match(name)
+}
+
+// describe names a rule in a message: its key path, pattern and position.
+func (r *rrule) describe() string {
+	return fmt.Sprintf("%s %q (%s)", r.path, r.entry.Pattern, r.entry.Pos)
+}
+
+// rblock is the rules of one scope for one server (or all) and kind.
+type rblock struct {
+	scope     *Scope // nil for a server's own rules
+	scopeName string
+	server    string
+	kind      string
+	access    *Access
+	rules     []*rrule
+	def       effect
+	defPos    Position
+	narrowing bool
+	// known is false for a narrowing block of a server mcp_servers does
+	// not define: it never applies (unknown-server says so).
+	known bool
+}
+
+// first returns the first rule of b matching name, or nil.
+func (b *rblock) first(name string) *rrule {
+	for _, r := range b.rules {
+		if r.match(name) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (b *rblock) eval(name string) effect {
+	if r := b.first(name); r != nil {
+		return r.eff
+	}
+	return b.def
+}
+
+// class is a set of principals to whom the same narrowing scopes apply.
+type class struct {
+	principal string // a representative; "" for principals with no scope
+	scopes    []*Scope
+	has       map[*Scope]bool
+}
+
+// uiList is a server's ui:// allowlist as the runtime applies it.
+type uiList struct {
+	exact    map[string]bool
+	prefixes []string
+	consent  bool
+	globs    []*glob.Pattern
+}
+
+const uiPrefix = "ui://"
+
+// pass reports whether a decision other than deny survives the ui://
+// check for name.
+func (u *uiList) pass(name string) bool {
+	if !strings.HasPrefix(name, uiPrefix) {
+		return true
+	}
+	if u == nil || !u.consent {
+		return false
+	}
+	if u.exact[name] {
+		return true
+	}
+	for _, p := range u.prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+type blockKey struct {
+	scope        *Scope
+	server, kind string
+}
+
+type analyzer struct {
+	p       *Policy
+	servers []string
+	base    map[string]map[string]*rblock // server, kind
+	narrow  map[blockKey]*rblock
+	blocks  []*rblock // in report order: base, then scopes
+	anyone  *class
+	classes []*class // classes of named principals
+	ui      map[string]*uiList
+	uiAll   *glob.Pattern
+	res     *ReachResult
+}
+
+func newAnalyzer(p *Policy) *analyzer {
+	a := &analyzer{
+		p:       p,
+		servers: sortedNames(p.Servers),
+		base:    map[string]map[string]*rblock{},
+		narrow:  map[blockKey]*rblock{},
+		ui:      map[string]*uiList{},
+		uiAll:   glob.MustParse(uiPrefix + "*"),
+		res:     &ReachResult{},
+	}
+	for _, name := range a.servers {
+		s := p.Servers[name]
+		a.base[name] = map[string]*rblock{}
+		for _, k := range Kinds {
+			b := &rblock{scopeName: ServerScope, server: name, kind: k, access: s.Access[k], def: effDeny, known: true}
+			if d, ok := p.Defaults[k]; ok {
+				b.def, b.defPos = effectOf(d.Value), d.Pos
+			}
+			if b.access != nil && b.access.Default != nil {
+				b.def, b.defPos = effectOf(b.access.Default.Value), b.access.Default.Pos
+			}
+			b.rules = blockRules(b.access)
+			a.base[name][k] = b
+			a.blocks = append(a.blocks, b)
+		}
+		a.ui[name] = a.uiList(s)
+	}
+	for _, sc := range p.scopes() {
+		for _, sname := range sortedNames(sc.Servers) {
+			ss := sc.Servers[sname]
+			_, known := p.Servers[sname]
+			for _, k := range Kinds {
+				acc := ss.Access[k]
+				if acc == nil {
+					continue
+				}
+				b := &rblock{scope: sc, scopeName: sc.Name, server: sname, kind: k, access: acc,
+					def: effAllow, narrowing: true, known: known || sname == table.AllServers}
+				if acc.Allow != nil {
+					b.def, b.defPos = effDeny, acc.Allow.Pos
+				}
+				b.rules = blockRules(acc)
+				a.narrow[blockKey{sc, sname, k}] = b
+				a.blocks = append(a.blocks, b)
+			}
+		}
+	}
+	a.buildClasses()
+	return a
+}
+
+// blockRules orders a block's entries as Freeze does.
+func blockRules(acc *Access) []*rrule {
+	if acc == nil {
+		return nil
+	}
+	var out []*rrule
+	for _, l := range acc.OrderedLists() {
+		for i := range l.Entries {
+			e := &l.Entries[i]
+			if e.Glob == nil {
+				continue
+			}
+			r := &rrule{entry: e, list: l, pos: len(out), eff: effectOf(listEffect(l.Key)), path: fmt.Sprintf("%s[%d]", l.Path, i)}
+			// A literal with U+FFFD also matches names with invalid UTF-8
+			// (see package glob): it is searched like a glob.
+			r.lit, r.isLit = e.Glob.Literal()
+			r.isLit = r.isLit && !strings.ContainsRune(r.lit, utf8.RuneError)
+			r.prefix, r.suffix = affixes(e.Pattern)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (a *analyzer) uiList(s *Server) *uiList {
+	if s.UI == nil || len(s.UI.Allow) == 0 {
+		return nil
+	}
+	u := &uiList{exact: map[string]bool{}}
+	if ch, ok := a.p.Channels[s.UI.ConsentChannel.Value]; ok && ch.ReachesHuman {
+		u.consent = true
+	}
+	for _, e := range s.UI.Allow {
+		prefix := ""
+		switch {
+		case strings.HasSuffix(e.Pattern, "*"):
+			prefix = strings.TrimSuffix(e.Pattern, "*")
+		case strings.HasSuffix(e.Pattern, "/"):
+			prefix = e.Pattern
+		default:
+			u.exact[e.Pattern] = true
+			if g, err := glob.Parse(escapeGlob(e.Pattern)); err == nil {
+				u.globs = append(u.globs, g)
+			}
+			continue
+		}
+		u.prefixes = append(u.prefixes, prefix)
+		if g, err := glob.Parse(escapeGlob(prefix) + "*"); err == nil {
+			u.globs = append(u.globs, g)
+		}
+	}
+	return u
+}
+
+// affixes returns a literal prefix and suffix of a glob: the text before its
+// first metacharacter and after its last one. It only ever errs on the short
+// side (it stops at any of * ? [ ] \), so every name the glob matches starts
+// with prefix and ends with suffix. It is a cheap filter: two rules whose
+// prefixes or suffixes disagree match no name in common, and the exact search
+// can leave one out of the other's question.
+func affixes(pattern string) (prefix, suffix string) {
+	const meta = `*?[]\`
+	i := strings.IndexAny(pattern, meta)
+	if i < 0 {
+		return pattern, pattern
+	}
+	return pattern[:i], pattern[strings.LastIndexAny(pattern, meta)+1:]
+}
+
+// disjoint reports whether the affixes of r and o prove that no name
+// matches both.
+func disjoint(r, o *rrule) bool {
+	return !strings.HasPrefix(r.prefix, o.prefix) && !strings.HasPrefix(o.prefix, r.prefix) ||
+		!strings.HasSuffix(r.suffix, o.suffix) && !strings.HasSuffix(o.suffix, r.suffix)
+}
+
+// escapeGlob quotes the glob metacharacters of a literal text.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// buildClasses groups principals by the narrowing scopes that apply to
+// them, as the runtime builds one view per named principal.
+func (a *analyzer) buildClasses() {
+	scopes := a.p.scopes()
+	a.anyone = &class{has: map[*Scope]bool{}}
+	if a.p.Global != nil {
+		a.anyone.scopes = []*Scope{a.p.Global}
+		a.anyone.has[a.p.Global] = true
+	}
+	named := map[string]bool{}
+	for _, g := range a.p.Groups {
+		for _, m := range g.Members {
+			named[m] = true
+		}
+	}
+	for n := range a.p.Principals {
+		named[n] = true
+	}
+	seen := map[string]bool{}
+	for _, name := range sortedNames(named) {
+		if name == "" {
+			continue
+		}
+		c := &class{principal: name, has: map[*Scope]bool{}}
+		var key []string
+		for _, sc := range scopes {
+			if appliesTo(sc, name) {
+				c.scopes = append(c.scopes, sc)
+				c.has[sc] = true
+				key = append(key, sc.Name)
+			}
+		}
+		k := strings.Join(key, "\x00")
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		a.classes = append(a.classes, c)
+	}
+}
+
+func appliesTo(sc *Scope, principal string) bool {
+	switch {
+	case sc.Name == "global":
+		return true
+	case strings.HasPrefix(sc.Name, "group:"):
+		_, ok := slices.BinarySearch(sc.Members, principal)
+		return ok
+	case strings.HasPrefix(sc.Name, "principal:"):
+		return sc.Name == "principal:"+principal
+	}
+	return false
+}
+
+// classesFor returns the classes a block's rules must be judged for. Every
+// extra scope only adds constraints on a rule, so when one class's scopes
+// include another's, the smaller class suffices.
+func (a *analyzer) classesFor(b *rblock) []*class {
+	if b.scope == nil || b.scope.Name == "global" {
+		return []*class{a.anyone}
+	}
+	var cands []*class
+	for _, c := range a.classes {
+		if c.has[b.scope] {
+			cands = append(cands, c)
+		}
+	}
+	var out []*class
+	for _, c := range cands {
+		minimal := true
+		for _, d := range cands {
+			if d != c && len(d.scopes) < len(c.scopes) && subset(d, c) {
+				minimal = false
+				break
+			}
+		}
+		if minimal {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func subset(d, c *class) bool {
+	for _, s := range d.scopes {
+		if !c.has[s] {
+			return false
+		}
+	}
+	return true
+}
+
+// stack returns the blocks that decide for class c on server and kind, in
+// evaluation order, as the runtime layers them.
+func (a *analyzer) stack(c *class, server, kind string) []*rblock {
+	st := []*rblock{a.base[server][kind]}
+	for _, sc := range c.scopes {
+		for _, key := range [2]string{table.AllServers, server} {
+			if b := a.narrow[blockKey{sc, key, kind}]; b != nil {
+				st = append(st, b)
+			}
+		}
+	}
+	return st
+}
+
+// serversFor returns the servers a block applies to.
+func (a *analyzer) serversFor(b *rblock) []string {
+	if !b.known {
+		return nil
+	}
+	if b.server == table.AllServers {
+		return a.servers
+	}
+	return []string{b.server}
+}
+
+// combine reports whether rule r (effect er) of layer j decides a name, given
+// the effect of every other layer and whether the ui:// check passes.
+func combine(st []*rblock, j int, er effect, effOf func(i int) effect, uiPass bool) bool {
+	if st[j].narrowing && er == effAllow {
+		for i := range st {
+			if i != j && effOf(i) == effDeny {
+				return false
+			}
+		}
+		return uiPass
+	}
+	for i := range st {
+		if i == j {
+			continue
+		}
+		e := effOf(i)
+		if i < j && e <= er || i > j && e < er {
+			return false
+		}
+	}
+	return er == effDeny || uiPass
+}
+
+// decides reports whether r, of layer j of st on server, decides name.
+func (a *analyzer) decides(st []*rblock, j int, r *rrule, server, name string) bool {
+	b := st[j]
+	if !r.match(name) || b.first(name) != r {
+		return false
+	}
+	return combine(st, j, r.eff, func(i int) effect { return st[i].eval(name) }, a.uiPass(b.kind, server, name))
+}
+
+func (a *analyzer) uiPass(kind, server, name string) bool {
+	return kind != table.KindResource || a.ui[server].pass(name)
+}
+
+// query is a Witness search for names matched by r: the patterns that may
+// also match them, and where each sits in the stack.
+type query struct {
+	pats  []*glob.Pattern
+	idx   [][]int // per layer, per rule: index in pats, or -1 (matches none of r's names)
+	ui    bool    // pats[uiAt] is ui://*, pats[uiAt+1:] the server's ui allowlist
+	uiAt  int
+	uiEnd int
+}
+
+// newQuery builds the search for rule r of layer j. Rules of r's own block
+// after r are left out: they never matter for a name r matches first.
+func (a *analyzer) newQuery(st []*rblock, j int, r *rrule, server string) *query {
+	q := &query{idx: make([][]int, len(st))}
+	for i, b := range st {
+		rules := b.rules
+		if i == j {
+			rules = rules[:r.pos]
+		}
+		q.idx[i] = make([]int, len(rules))
+		for k, o := range rules {
+			q.idx[i][k] = q.add(r, o)
+		}
+	}
+	if st[j].kind == table.KindResource {
+		q.ui = true
+		q.uiAt = len(q.pats)
+		q.pats = append(q.pats, a.uiAll)
+		if u := a.ui[server]; u != nil {
+			q.pats = append(q.pats, u.globs...)
+		}
+		q.uiEnd = len(q.pats)
+	}
+	return q
+}
+
+// add includes rule o in the search for names of r, unless o can match none
+// of them.
+func (q *query) add(r, o *rrule) int {
+	if o.pat().Empty() || disjoint(r, o) || o.isLit && !r.pat().Match(o.lit) {
+		return -1
+	}
+	q.pats = append(q.pats, o.pat())
+	return len(q.pats) - 1
+}
+
+// effect is the effect of layer i for a name with match vector m.
+func (q *query) effect(st []*rblock, i int, m []bool) effect {
+	for k, at := range q.idx[i] {
+		if at >= 0 && m[at] {
+			return st[i].rules[k].eff
+		}
+	}
+	return st[i].def
+}
+
+func (q *query) uiPass(a *analyzer, server string, m []bool) bool {
+	if !q.ui || !m[q.uiAt] {
+		return true
+	}
+	u := a.ui[server]
+	if u == nil || !u.consent {
+		return false
+	}
+	return slices.Contains(m[q.uiAt+1:q.uiEnd], true)
+}
+
+// firstInBlock reports whether no earlier rule of r's block matches.
+func (q *query) firstInBlock(j int, m []bool) bool {
+	for _, at := range q.idx[j] {
+		if at >= 0 && m[at] {
+			return false
+		}
+	}
+	return true
+}
+
+// witness searches a name r decides in the stack. For a literal rule the
+// answer is direct.
+func (a *analyzer) witness(st []*rblock, j int, r *rrule, server string) (name string, ok, complete bool) {
+	if r.isLit {
+		return r.lit, a.decides(st, j, r, server, r.lit), true
+	}
+	q := a.newQuery(st, j, r, server)
+	return glob.Witness(r.pat(), q.pats, func(m []bool) bool {
+		if !q.firstInBlock(j, m) {
+			return false
+		}
+		return combine(st, j, r.eff, func(i int) effect {
+			if i == j {
+				return r.eff
+			}
+			return q.effect(st, i, m)
+		}, q.uiPass(a, server, m))
+	})
+}
+
+// searchOthers finds a name r matches first in its block for which accept
+// holds of the other layers' effects (r's own layer left out) and the ui
+// check, on some server and class.
+func (a *analyzer) searchOthers(b *rblock, r *rrule, accept func(st []*rblock, j int, effOf func(i int) effect, uiPass bool) bool) (name, server string, ok bool) {
+	for _, s := range a.serversFor(b) {
+		for _, c := range a.classesFor(b) {
+			st := a.stack(c, s, b.kind)
+			j := slices.Index(st, b)
+			if r.isLit {
+				n := r.lit
+				if b.first(n) == r && accept(st, j, func(i int) effect { return st[i].eval(n) }, a.uiPass(b.kind, s, n)) {
+					return n, s, true
+				}
+				continue
+			}
+			q := a.newQuery(st, j, r, s)
+			n, found, _ := glob.Witness(r.pat(), q.pats, func(m []bool) bool {
+				return q.firstInBlock(j, m) && accept(st, j, func(i int) effect { return q.effect(st, i, m) }, q.uiPass(a, s, m))
+			})
+			if found {
+				return n, s, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func (a *analyzer) analyzeBlock(b *rblock) {
+	servers := a.serversFor(b)
+	classes := a.classesFor(b)
+	if b.scope != nil && len(classes) == 0 && len(b.rules) > 0 {
+		a.reportEmptyGroup(b.scope)
+	}
+	seen := map[string]*rrule{}
+	for _, r := range b.rules {
+		rr := RuleReach{Entry: r.entry, Path: r.path, Scope: b.scopeName, Server: b.server, Kind: b.kind,
+			Effect: r.eff.String(), Index: r.pos, Status: Unreachable}
+		a.res.Rules = append(a.res.Rules, a.analyzeRule(b, r, seen, servers, classes, rr))
+		if _, dup := seen[r.entry.Pattern]; !dup {
+			seen[r.entry.Pattern] = r
+		}
+	}
+}
+
+func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, servers []string, classes []*class, rr RuleReach) RuleReach {
+	if r.pat().Empty() {
+		a.add(r, CodeEmptyPattern, fmt.Sprintf("%s: %q can match no name: a character class in it admits no character", r.path, r.entry.Pattern),
+			"fix the class (for example [a-z] rather than [z-a] or [!\\x00-…]) or remove the entry")
+		return rr
+	}
+	if first := seen[r.entry.Pattern]; first != nil {
+		where := ""
+		if first.list != r.list {
+			where = " (in " + first.list.Key + ")"
+		}
+		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %q is already listed at %s%s, %s: this entry never decides any name",
+			r.path, r.entry.Pattern, first.path, where, first.entry.Pos), "remove the duplicate")
+		return rr
+	}
+	if len(servers) == 0 || len(classes) == 0 {
+		// The block applies to no server (unknown-server) or no one
+		// (empty-group): reported once for the block.
+		return rr
+	}
+
+	// Within the block: is every name r matches taken by an earlier rule?
+	var earlier []*rrule
+	var kept string
+	if r.isLit {
+		if o := b.first(r.lit); o != r {
+			a.reportShadowed(r, []*rrule{o})
+			return rr
+		}
+		kept = r.lit
+	} else {
+		var pats []*glob.Pattern
+		for _, o := range b.rules[:r.pos] {
+			if !o.pat().Empty() && !disjoint(r, o) && (!o.isLit || r.pat().Match(o.lit)) {
+				earlier = append(earlier, o)
+				pats = append(pats, o.pat())
+			}
+		}
+		// r's shortest name, when no earlier rule takes it, settles the
+		// question without a search.
+		if ex, _ := glob.Example(r.pat()); firstOf(earlier, ex) == nil {
+			kept = ex
+		} else if o := singleCover(r, earlier, ex); o != nil {
+			a.reportShadowed(r, []*rrule{o})
+			return rr
+		} else {
+			covered, w, complete := glob.Covered(r.pat(), pats)
+			switch {
+			case !complete:
+				rr.Status = ReachUnknown
+				return rr
+			case covered:
+				a.reportShadowed(r, a.minimalCover(r, earlier))
+				return rr
+			}
+			kept = w
+		}
+	}
+
+	// Across scopes: does r decide some name for some principal? Try the
+	// names at hand first; search only when they fail.
+	candidates := []string{kept}
+	if ex, ok := glob.Example(r.pat()); ok && ex != kept {
+		candidates = append(candidates, ex)
+	}
+	unknown := false
+	found := false
+search:
+	for _, s := range servers {
+		for _, c := range classes {
+			st := a.stack(c, s, b.kind)
+			j := slices.Index(st, b)
+			for _, n := range candidates {
+				if a.decides(st, j, r, s, n) {
+					rr.Principal, rr.WitnessServer, rr.Witness = c.principal, s, n
+					found = true
+					break search
+				}
+			}
+		}
+	}
+	if !found && !r.isLit {
+	exhaustive:
+		for _, s := range servers {
+			for _, c := range classes {
+				st := a.stack(c, s, b.kind)
+				j := slices.Index(st, b)
+				n, ok, complete := a.witness(st, j, r, s)
+				if ok {
+					rr.Principal, rr.WitnessServer, rr.Witness = c.principal, s, n
+					found = true
+					break exhaustive
+				}
+				unknown = unknown || !complete
+			}
+		}
+	}
+	switch {
+	case found:
+		rr.Status = Reachable
+		a.reportPartial(b, r, earlier, rr)
+		a.reportUIPartial(b, r, rr)
+	case unknown:
+		rr.Status = ReachUnknown
+	default:
+		a.reportDead(b, r, kept, servers[0], classes[0])
+	}
+	return rr
+}
+
+func (a *analyzer) add(r *rrule, code, msg, suggestion string) {
+	info, _ := LookupCode(code)
+	a.res.Diagnostics = append(a.res.Diagnostics, Diagnostic{Pos: r.entry.Pos, Code: code, Severity: info.Level,
+		Path: r.path, Message: msg, Suggestion: suggestion})
+}
+
+// singleCover returns an earlier rule that alone matches every name r
+// matches, or nil. Such a rule matches ex, r's shortest name, so only those
+// are tried; each try is a search over two patterns, far cheaper than one
+// over the whole block.
+func singleCover(r *rrule, earlier []*rrule, ex string) *rrule {
+	for _, o := range earlier {
+		if !o.match(ex) {
+			continue
+		}
+		if covered, _, _ := glob.Covered(r.pat(), []*glob.Pattern{o.pat()}); covered {
+			return o
+		}
+	}
+	return nil
+}
+
+// minimalCover drops rules from a cover while the rest still covers r.
+func (a *analyzer) minimalCover(r *rrule, cover []*rrule) []*rrule {
+	var overlapping []*rrule
+	for _, o := range cover {
+		if o.isLit {
+			overlapping = append(overlapping, o)
+			continue
+		}
+		if _, ok, complete := glob.Witness(r.pat(), []*glob.Pattern{o.pat()}, func(m []bool) bool { return m[0] }); ok || !complete {
+			overlapping = append(overlapping, o)
+		}
+	}
+	for i := len(overlapping) - 1; i >= 0 && len(overlapping) > 1; i-- {
+		rest := slices.Delete(slices.Clone(overlapping), i, i+1)
+		pats := make([]*glob.Pattern, len(rest))
+		for k, o := range rest {
+			pats[k] = o.pat()
+		}
+		if covered, _, _ := glob.Covered(r.pat(), pats); covered {
+			overlapping = rest
+		}
+	}
+	return overlapping
+}
+
+// firstOf returns the first of rules matching name, or nil.
+func firstOf(rules []*rrule, name string) *rrule {
+	for _, o := range rules {
+		if o.match(name) {
+			return o
+		}
+	}
+	return nil
+}
+
+func describeAll(rs []*rrule) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.describe()
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (a *analyzer) reportShadowed(r *rrule, cover []*rrule) {
+	msg := fmt.Sprintf("%s: %q is wholly shadowed by %s, which come first in this block: it never decides any name", r.path, r.entry.Pattern, describeAll(cover))
+	if len(cover) == 1 {
+		msg = fmt.Sprintf("%s: %q is wholly shadowed by %s, which comes first in this block: it never decides any name", r.path, r.entry.Pattern, cover[0].describe())
+	}
+	if r.eff == effApprove {
+		msg += ", so the human is never asked"
+	}
+	a.add(r, CodeShadowedRule, msg, "remove the entry, or narrow the rules that shadow it (deny_list comes before approval_list, which comes before allow_list)")
+}
+
+// reportPartial reports a reachable rule that loses some of its names to
+// earlier rules of its block with another effect (overlapping entries of
+// one list are normal and not reported).
+func (a *analyzer) reportPartial(b *rblock, r *rrule, earlier []*rrule, rr RuleReach) {
+	if r.isLit {
+		return
+	}
+	// In block order every rule of another effect comes before the earlier
+	// rules of r's own list, so r loses a name to another effect exactly
+	// when it overlaps one of those rules; pairs are cheap to search.
+	ex, _ := glob.Example(r.pat())
+	if o := firstOf(earlier, ex); o != nil && o.eff != r.eff {
+		a.reportLost(r, rr, ex, o)
+		return
+	}
+	for _, o := range earlier {
+		if o.eff == r.eff {
+			continue
+		}
+		if o.isLit {
+			a.reportLost(r, rr, o.lit, b.first(o.lit))
+			return
+		}
+		if lost, ok, _ := glob.Witness(r.pat(), []*glob.Pattern{o.pat()}, func(m []bool) bool { return m[0] }); ok {
+			a.reportLost(r, rr, lost, b.first(lost))
+			return
+		}
+	}
+}
+
+func (a *analyzer) reportLost(r *rrule, rr RuleReach, lost string, taker *rrule) {
+	a.add(r, CodePartlyShadowed, fmt.Sprintf("%s: %q is partly shadowed: it still decides %q, but %q goes to %s",
+		r.path, r.entry.Pattern, rr.Witness, lost, taker.describe()),
+		"nothing to do if that is intended; otherwise narrow one of the two patterns")
+}
+
+// reportUIPartial reports a server's resource allow entry that admits ui://
+// URIs the server's ui allowlist does not.
+func (a *analyzer) reportUIPartial(b *rblock, r *rrule, rr RuleReach) {
+	if b.narrowing || b.kind != table.KindResource || r.eff != effAllow {
+		return
+	}
+	n, ok := a.uiDenied(b, r)
+	if !ok {
+		return
+	}
+	a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %q admits ui:// URIs that mcp_servers.%s.ui does not allowlist, so they are denied, for example %q",
+		r.path, r.entry.Pattern, b.server, n), a.uiSuggestion(b.server))
+}
+
+// uiDenied finds a ui:// URI that r decides within its block but the ui
+// check of its server denies.
+func (a *analyzer) uiDenied(b *rblock, r *rrule) (string, bool) {
+	st := []*rblock{b}
+	if r.isLit {
+		n := r.lit
+		return n, strings.HasPrefix(n, uiPrefix) && b.first(n) == r && !a.uiPass(b.kind, b.server, n)
+	}
+	q := a.newQuery(st, 0, r, b.server)
+	n, ok, _ := glob.Witness(r.pat(), q.pats, func(m []bool) bool {
+		return q.firstInBlock(0, m) && m[q.uiAt] && !q.uiPass(a, b.server, m)
+	})
+	return n, ok
+}
+
+func (a *analyzer) uiSuggestion(server string) string {
+	return fmt.Sprintf("list the URIs in mcp_servers.%s.ui.allow_list (with a consent_channel that reaches a human), or keep ui:// out of this pattern", server)
+}
+
+// reportDead explains a rule that no principal's decision ever names.
+func (a *analyzer) reportDead(b *rblock, r *rrule, example, server string, c *class) {
+	st := a.stack(c, server, b.kind)
+	why := a.decider(st, server, example)
+	on := ""
+	if b.server == table.AllServers && len(a.servers) > 1 {
+		on = " on " + server
+	}
+	// ignoringUI: would r decide if the ui:// check let everything pass?
+	if b.kind == table.KindResource && r.eff != effDeny && !b.narrowing {
+		if n, s, ok := a.searchOthers(b, r, func(st []*rblock, j int, effOf func(i int) effect, _ bool) bool {
+			return combine(st, j, r.eff, effOf, true)
+		}); ok {
+			a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %q never allows anything: the ui:// URIs it admits are not on mcp_servers.%s.ui.allow_list, so they are denied (for example %q), and every other name it matches is decided by other rules",
+				r.path, r.entry.Pattern, s, n), a.uiSuggestion(s))
+			return
+		}
+	}
+	switch {
+	case r.eff == effApprove:
+		// Is some call it matches held anyway, by another scope?
+		if b.narrowing {
+			if n, _, ok := a.searchOthers(b, r, func(st []*rblock, j int, effOf func(i int) effect, ui bool) bool {
+				for i := range st {
+					if i != j && effOf(i) == effDeny {
+						return false
+					}
+				}
+				return true
+			}); ok {
+				a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %q changes no decision: every call it matches is already held for approval or denied, for example %q%s is %s",
+					r.path, r.entry.Pattern, n, on, a.decider(st, server, n)),
+					"remove the entry; the broader scope already holds these calls")
+				return
+			}
+		}
+		a.add(r, CodeApprovalNeverAsked, fmt.Sprintf("%s: %q is never held for approval, so the human is never asked: a deny always wins, for example %q%s is %s",
+			r.path, r.entry.Pattern, example, on, why),
+			"remove the entry, or narrow the deny that beats it if a human should decide these calls")
+	case b.narrowing && r.eff == effAllow:
+		a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %q cannot widen access: %s can only take access away, and every name it matches is denied anyway, for example %q%s is %s",
+			r.path, r.entry.Pattern, scopePath(b.scopeName), example, on, why),
+			"grant access in the server's own rules (mcp_servers.<server>.access), then narrow it here; or remove the entry")
+	case b.narrowing:
+		a.add(r, CodeRedundantDeny, fmt.Sprintf("%s: %q changes no decision today: every name it matches is already denied, for example %q%s is %s",
+			r.path, r.entry.Pattern, example, on, why),
+			"keep it if it guards against later changes to the server rules, or remove it")
+	default:
+		a.add(r, CodeAllowNeverAllows, fmt.Sprintf("%s: %q never allows anything: another scope holds or denies every name it matches, for example %q is %s",
+			r.path, r.entry.Pattern, example, why),
+			"remove the entry, or change the rule that beats it")
+	}
+}
+
+// decider says how the runtime decides name on server with stack st, and
+// by what: "denied by global.access.tool.deny_list[0] "*" (policy.cue:3:5)".
+func (a *analyzer) decider(st []*rblock, server, name string) string {
+	best, at := effAllow+1, -1
+	var rule *rrule
+	for i, b := range st {
+		r := b.first(name)
+		e := b.def
+		if r != nil {
+			e = r.eff
+		}
+		if e < best {
+			best, at, rule = e, i, r
+		}
+	}
+	if best != effDeny && !a.uiPass(st[0].kind, server, name) {
+		if u := a.ui[server]; u != nil && !u.consent {
+			return fmt.Sprintf("denied: mcp_servers.%s.ui has no consent channel that reaches a human", server)
+		}
+		return fmt.Sprintf("denied: it is not on mcp_servers.%s.ui.allow_list", server)
+	}
+	b := st[at]
+	switch {
+	case rule != nil:
+		return fmt.Sprintf("%s by %s", best.verb(), rule.describe())
+	case b.narrowing:
+		return fmt.Sprintf("denied: it is not on %s (%s)", b.access.Allow.Path, b.defPos)
+	case b.defPos.File != "":
+		return fmt.Sprintf("%s by the %s default of %s (%s)", best.verb(), b.kind, b.server, b.defPos)
+	}
+	return fmt.Sprintf("denied by the built-in %s default of %s", b.kind, b.server)
+}
+
+func (a *analyzer) reportEmptyGroup(sc *Scope) {
+	for _, d := range a.res.Diagnostics {
+		if d.Code == CodeEmptyGroup && d.Path == scopePath(sc.Name)+".members" {
+			return
+		}
+	}
+	var pos Position
+	for _, ss := range sc.Servers {
+		if pos.File == "" || ss.Pos.File < pos.File || ss.Pos.File == pos.File && ss.Pos.Line < pos.Line {
+			pos = ss.Pos
+		}
+	}
+	path := scopePath(sc.Name)
+	info, _ := LookupCode(CodeEmptyGroup)
+	a.res.Diagnostics = append(a.res.Diagnostics, Diagnostic{Pos: pos, Code: CodeEmptyGroup, Severity: info.Level, Path: path + ".members",
+		Message:    fmt.Sprintf("%s has no members, so its rules apply to no one", path),
+		Suggestion: "add the principals it is meant for to members, or remove the group"})
+}
+
+// ApprovalTimeoutDiagnostics reports approval holds that last longer than
+// max seconds: the host gives up on the tool call first, and the agent sees
+// a timeout while the call is still held. A hold lasts the shortest
+// approval_timeout_seconds of the scopes that apply (300 s when none is set).
+func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
+	type source struct {
+		seconds  int
+		pos      Position
+		path     string
+		implicit bool
+	}
+	info, _ := LookupCode(CodeApprovalTimeout)
+	var out []Diagnostic
+	seen := map[Position]bool{}
+	servers := sortedNames(p.Servers)
+	tool := func(sc *Scope, server string) *Access {
+		if sc == nil || sc.Servers[server] == nil {
+			return nil
+		}
+		return sc.Servers[server].Access[table.KindTool]
+	}
+	check := func(holder *Access, sc *Scope, targets []string) {
+		if holder == nil || holder.Approval == nil || len(holder.Approval.Entries) == 0 {
+			return
+		}
+		for _, s := range targets {
+			srv, ok := p.Servers[s]
+			if !ok {
+				continue
+			}
+			src := source{seconds: DefaultApprovalTimeout, pos: holder.Approval.Pos, path: holder.Approval.Path, implicit: true}
+			if base := srv.Access[table.KindTool]; base != nil && base.Timeout > 0 {
+				src = source{seconds: base.Timeout, pos: base.TimeoutPos, path: base.Path + ".approval_timeout_seconds"}
+			}
+			shorter := func(acc *Access) {
+				if acc != nil && acc.Timeout > 0 && acc.Timeout < src.seconds {
+					src = source{seconds: acc.Timeout, pos: acc.TimeoutPos, path: acc.Path + ".approval_timeout_seconds"}
+				}
+			}
+			shorter(tool(p.Global, table.AllServers))
+			if sc != nil && sc != p.Global {
+				shorter(tool(sc, table.AllServers))
+				shorter(tool(sc, s))
+			}
+			if src.seconds <= max || seen[src.pos] {
+				continue
+			}
+			seen[src.pos] = true
+			msg := fmt.Sprintf("%s: calls held for approval wait up to %d s, but common MCP hosts stop waiting for a tool result after %d s: the agent sees a timeout while the call is still held",
+				src.path, src.seconds, max)
+			if src.implicit {
+				msg = fmt.Sprintf("%s: calls held for approval wait up to %d s (approval_timeout_seconds is not set), but common MCP hosts stop waiting for a tool result after %d s: the agent sees a timeout while the call is still held",
+					src.path, src.seconds, max)
+			}
+			out = append(out, Diagnostic{Pos: src.pos, Code: CodeApprovalTimeout, Severity: info.Level, Path: src.path, Message: msg,
+				Suggestion: fmt.Sprintf("set approval_timeout_seconds to %d or less; if your hosts wait longer (for example Claude Code with MCP_TOOL_TIMEOUT), raise rules.%q.max_seconds in %s", max, CodeApprovalTimeout, ConfigFileName)})
+		}
+	}
+	for _, s := range servers {
+		check(p.Servers[s].Access[table.KindTool], nil, []string{s})
+	}
+	for _, sc := range p.scopes() {
+		for _, key := range sortedNames(sc.Servers) {
+			targets := []string{key}
+			if key == table.AllServers {
+				targets = servers
+			}
+			check(tool(sc, key), sc, targets)
+		}
+	}
+	return out
+}

@@ -417,4 +417,3 @@ func TestAffixesSound(t *testing.T) {
 		t.Fatalf("only %d disjoint pairs checked", checked)
 	}
 }
-

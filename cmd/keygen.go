@@ -1,0 +1,78 @@
+package cmd
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/runtime/envelope"
+)
+
+func init() { register(newKeygenCmd) }
+
+func newKeygenCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "keygen --out NAME",
+		Short: "Create an Ed25519 key pair for signing decision tables",
+		Long: `Create an Ed25519 signing key pair:
+
+  NAME.key  the private key (PKCS #8 PEM, mode 0600). It signs tables; keep it
+            secret, for example as a CI secret, and never give it to a gateway.
+  NAME.pub  the public key (PKIX PEM). Gateways trust tables signed by it
+            (policyc verify --trust NAME.pub).
+
+The key id, printed on standard output, is "sha256:" and the hex SHA-256 of the
+public key's DER encoding; signatures carry it as a hint. keygen never
+overwrites a file: if NAME.key or NAME.pub exists it refuses and writes nothing.
+
+Examples:
+  policyc keygen --out ci
+  KEYID=$(policyc keygen --out keys/policy-2026)`,
+		Args: argsRange(0, 0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErrorf("--out NAME is required: keygen writes NAME.key and NAME.pub (see 'policyc keygen --help')")
+			}
+			keyPath, pubPath := out+".key", out+".pub"
+			for _, p := range []string{keyPath, pubPath} {
+				if _, err := os.Lstat(p); err == nil {
+					return usageErrorf("%s already exists: keygen never overwrites a key; choose another --out name, or remove the old key yourself if you mean to replace it", p)
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					return failuref("%v", err)
+				}
+			}
+			pub, key, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return failuref("generate key: %v", err)
+			}
+			keyPEM, err := envelope.MarshalPrivateKey(key)
+			if err != nil {
+				return failuref("encode private key: %v", err)
+			}
+			pubPEM, err := envelope.MarshalPublicKey(pub)
+			if err != nil {
+				return failuref("encode public key: %v", err)
+			}
+			if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
+				return failuref("%v", err)
+			}
+			if err := atomicfile.Write(pubPath, pubPEM, 0o644); err != nil {
+				// Leave no half pair behind.
+				os.Remove(keyPath)
+				return failuref("%v", err)
+			}
+			fmt.Fprintf(c.ErrOrStderr(), "wrote %s (private: keep it secret, e.g. as a CI secret) and %s (public: give it to gateways)\n", keyPath, pubPath)
+			fmt.Fprintln(c.OutOrStdout(), envelope.KeyID(pub))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "write `NAME`.key and NAME.pub")
+	return c
+}

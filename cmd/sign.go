@@ -1,0 +1,313 @@
+package cmd
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/policyc/policyc/runtime/envelope"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+func init() { register(newSignCmd) }
+
+func newSignCmd() *cobra.Command {
+	var out string
+	var o *signOptions
+	c := &cobra.Command{
+		Use:   "sign (TABLE | SIGNED) (--key FILE | --key-env VAR) [-o OUT] [--expires WHEN]",
+		Short: "Sign a decision table, or add a signature to a signed one",
+		Long: `Sign a compiled decision table with an Ed25519 private key. The output is a
+DSSE envelope (payloadType ` + table.PayloadType + `) whose payload is
+the table's canonical bytes; a gateway loads only such an envelope, and only
+when a key it trusts signed it (see 'policyc verify' and docs/signing.md).
+
+The private key comes from a file (--key, as 'policyc keygen' writes it) or
+from an environment variable holding the PEM text (--key-env VAR, for a CI
+secret); never from the command line itself. A key file that anyone but its
+owner can read or write is refused (chmod 600 it).
+
+Given an envelope that is already signed, sign adds its signature and keeps
+the others: during a key rotation both the old and the new key sign, so
+gateways trusting either accept the table. Adding a signature never changes
+the payload.
+
+--expires sets the table's expiry: a duration from now (720h, 30d) or an RFC
+3339 time. Gateways refuse the table from that instant on. The expiry is part
+of the signed table, so it can only be set when signing a bare table; an
+envelope's expiry cannot change without every key signing again.
+
+Nothing is written unless everything succeeds; output files are written
+atomically.
+
+Examples:
+  policyc sign table.json --key ci.key -o table.signed.json
+  policyc sign table.json --key-env POLICYC_SIGNING_KEY --expires 30d -o table.signed.json
+  policyc sign table.signed.json --key new.key -o table.signed.json
+  policyc compile policy -o - | policyc sign - --key ci.key > table.signed.json`,
+		Args: argsRange(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if o.keyFile == "" && o.keyEnv == "" {
+				return usageErrorf("a signing key is required: --key FILE or --key-env VAR (see 'policyc sign --help')")
+			}
+			key, err := o.key()
+			if err != nil {
+				return err
+			}
+			in, err := readInput(c.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			if len(bytes.TrimSpace(in)) == 0 {
+				return failuref("%s is empty: nothing to sign", args[0])
+			}
+			var signed []byte
+			env, err := envelope.Parse(in)
+			switch {
+			case err == nil:
+				signed, err = o.addSignature(env, key, args[0], c.ErrOrStderr())
+			case errors.Is(err, envelope.ErrNotEnvelope):
+				signed, err = o.sealWith(in, key, args[0], c.ErrOrStderr())
+			case json.Valid(in):
+				// An envelope, but a broken one.
+				err = withCode(ExitBadSignature, fmt.Errorf("%s: %w", args[0], err))
+			default:
+				err = failuref("%s is neither a decision table nor a signed envelope: it is not JSON (%v)", args[0], err)
+			}
+			if err != nil {
+				return err
+			}
+			return writeOutput(c.OutOrStdout(), out, signed, 0o644)
+		},
+	}
+	o = newSignOptions(c.Flags(), "key", "key-env")
+	c.Flags().StringVarP(&out, "output", "o", "-", "write the signed envelope to `FILE` (- for standard output)")
+	return c
+}
+
+// signOptions are the flags that choose a signing key and an expiry. The
+// sign command and compile --sign share them (under different names).
+type signOptions struct {
+	keyFile, keyEnv, expires string
+	// keyFlag and envFlag are the flags' names, for messages.
+	keyFlag, envFlag string
+	// now is the clock --expires durations count from.
+	now func() time.Time
+}
+
+func newSignOptions(fs *pflag.FlagSet, keyFlag, envFlag string) *signOptions {
+	o := &signOptions{keyFlag: keyFlag, envFlag: envFlag, now: time.Now}
+	fs.StringVar(&o.keyFile, keyFlag, "", "sign with the Ed25519 private key in `FILE` (PKCS #8 PEM, mode 0600)")
+	fs.StringVar(&o.keyEnv, envFlag, "", "sign with the PEM private key held in environment variable `VAR` (a CI secret)")
+	fs.StringVar(&o.expires, "expires", "", "the table expires after `WHEN`: a duration (720h, 30d) or an RFC 3339 time")
+	return o
+}
+
+// addSignFlags adds --sign FILE, --sign-env VAR and --expires WHEN to a
+// command that produces a table (compile), and returns the options to call
+// seal with once the table is built.
+func addSignFlags(fs *pflag.FlagSet) *signOptions {
+	return newSignOptions(fs, "sign", "sign-env")
+}
+
+// seal signs canonical table bytes when a signing key was given and
+// returns the DSSE envelope to write instead of the table; enabled is false
+// (and the table is to be written as it is) when no key was given. Errors
+// carry their exit codes; on error nothing must be written.
+func (o *signOptions) seal(tableBytes []byte, stderr io.Writer) (envelopeBytes []byte, enabled bool, err error) {
+	if o.keyFile == "" && o.keyEnv == "" {
+		if o.expires != "" {
+			return nil, false, usageErrorf("--expires needs --%s or --%s: only a signed table carries an expiry", o.keyFlag, o.envFlag)
+		}
+		return nil, false, nil
+	}
+	key, err := o.key()
+	if err != nil {
+		return nil, true, err
+	}
+	b, err := o.sealWith(tableBytes, key, "the table", stderr)
+	return b, true, err
+}
+
+// sealWith wraps a bare table in a new envelope signed by key, setting the
+// expiry first when asked.
+func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, stderr io.Writer) ([]byte, error) {
+	src, err := table.Decode(in)
+	if err != nil {
+		var fe *table.FormatError
+		if errors.As(err, &fe) && fe.Found != "" {
+			return nil, withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
+		}
+		return nil, failuref("%s is not a valid decision table: %v", name, err)
+	}
+	payload := in
+	if o.expires != "" {
+		exp, err := parseExpiry(o.expires, o.now())
+		if err != nil {
+			return nil, err
+		}
+		src.Expires = exp.Format(time.RFC3339)
+		if payload, err = table.Encode(src); err != nil {
+			return nil, failuref("encode table: %v", err)
+		}
+	}
+	env := &envelope.Envelope{PayloadType: table.PayloadType, Payload: payload}
+	env.Sign(key)
+	expiry := "no expiry"
+	if src.Expires != "" {
+		expiry = "expires " + src.Expires
+	}
+	fmt.Fprintf(stderr, "signed table %s (serial %d, %s) with key %s\n", src.Digest, src.Serial, expiry, env.Signatures[0].KeyID)
+	return env.Marshal(), nil
+}
+
+// addSignature adds key's signature to a signed envelope, leaving the
+// payload and the other signatures as they are.
+func (o *signOptions) addSignature(env *envelope.Envelope, key ed25519.PrivateKey, name string, stderr io.Writer) ([]byte, error) {
+	if env.PayloadType != table.PayloadType {
+		return nil, withCode(ExitWrongType, fmt.Errorf("%s is an envelope of payloadType %q, not a policyc decision table (%q); refusing to sign it", name, env.PayloadType, table.PayloadType))
+	}
+	if o.expires != "" {
+		return nil, usageErrorf("%s is already signed: its expiry is part of the signed payload, so changing it would void the signatures it carries. Sign the bare table again with --expires, with every key that must sign it", name)
+	}
+	pub := key.Public().(ed25519.PublicKey)
+	id := envelope.KeyID(pub)
+	msg := envelope.PAE(env.PayloadType, env.Payload)
+	for _, s := range env.Signatures {
+		if ed25519.Verify(pub, msg, s.Sig) {
+			fmt.Fprintf(stderr, "%s is already signed by key %s; envelope unchanged\n", name, id)
+			return env.Marshal(), nil
+		}
+		if s.KeyID == id {
+			return nil, withCode(ExitBadSignature, fmt.Errorf("%s has a signature claiming key %s that does not verify: the payload or the signature was altered; refusing to countersign it", name, id))
+		}
+	}
+	src, err := table.Decode(env.Payload)
+	if err != nil {
+		var fe *table.FormatError
+		if errors.As(err, &fe) && fe.Found != "" {
+			return nil, withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
+		}
+		return nil, failuref("%s: the signed payload is not a valid decision table: %v", name, err)
+	}
+	env.Sign(key)
+	fmt.Fprintf(stderr, "added a signature by key %s to table %s (serial %d); %d signatures\n", id, src.Digest, src.Serial, len(env.Signatures))
+	return env.Marshal(), nil
+}
+
+// key reads the private key from the file or the environment variable.
+func (o *signOptions) key() (ed25519.PrivateKey, error) {
+	switch {
+	case o.keyFile != "" && o.keyEnv != "":
+		return nil, usageErrorf("--%s and --%s are exclusive: give the key one way", o.keyFlag, o.envFlag)
+	case strings.Contains(o.keyFile, "-----BEGIN") || strings.Contains(o.keyEnv, "-----BEGIN"):
+		return nil, usageErrorf("a private key was given on the command line, where process listings and shell history keep it: put it in a file (--%s FILE) or in an environment variable named by --%s VAR", o.keyFlag, o.envFlag)
+	case o.keyFile != "":
+		return readPrivateKeyFile(o.keyFile)
+	}
+	v, ok := os.LookupEnv(o.keyEnv)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, usageErrorf("environment variable %s is unset or empty: it must hold the PEM private key (a CI secret)", o.keyEnv)
+	}
+	if !strings.Contains(v, "\n") && strings.Contains(v, `\n`) {
+		// Some secret stores flatten a PEM to one line with literal \n.
+		v = strings.ReplaceAll(v, `\n`, "\n")
+	}
+	key, err := envelope.ParsePrivateKey([]byte(v))
+	if err != nil {
+		return nil, usageErrorf("environment variable %s: %v", o.keyEnv, err)
+	}
+	return key, nil
+}
+
+// readPrivateKeyFile reads a private key file, refusing one that anyone
+// but its owner may read or write: a signing key others can read is a
+// signing key others have.
+func readPrivateKeyFile(path string) (ed25519.PrivateKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("signing key: %v", err)
+		}
+		return nil, failuref("signing key: %v", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, failuref("signing key: %v", err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, failuref("signing key: %v", err)
+	}
+	key, err := envelope.ParsePrivateKey(b)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", path, err)
+	}
+	// Checked on a real private key only, so that a public key given by
+	// mistake is reported as that.
+	if perm := st.Mode().Perm(); perm&0o077 != 0 && goruntime.GOOS != "windows" {
+		return nil, usageErrorf("%s is accessible to others (mode %04o): a private key must be readable by its owner only; run 'chmod 600 %s' (and consider the key exposed if others could read it)", path, perm, path)
+	}
+	return key, nil
+}
+
+// parseExpiry reads --expires: a positive duration from now (Go syntax, or
+// whole days as "30d") or an RFC 3339 time, which must be in the future.
+// The result is in UTC, whole seconds.
+func parseExpiry(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		t = t.UTC().Truncate(time.Second)
+		if !t.After(now) {
+			return time.Time{}, usageErrorf("--expires %s is not in the future: the table would be refused at once", s)
+		}
+		return t, nil
+	}
+	var d time.Duration
+	var err error
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		if n, err = strconv.Atoi(days); err == nil {
+			d = time.Duration(n) * 24 * time.Hour
+			if n > 0 && d/(24*time.Hour) != time.Duration(n) {
+				d = -1 // overflow
+			}
+		}
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil {
+		return time.Time{}, usageErrorf("--expires %q is neither a duration (720h, 30d) nor an RFC 3339 time (2026-12-31T00:00:00Z)", s)
+	}
+	if d <= 0 {
+		return time.Time{}, usageErrorf("--expires %s is not a positive duration", s)
+	}
+	return now.Add(d).UTC().Truncate(time.Second), nil
+}
+
+// readInput reads a file, or standard input for "-".
+func readInput(stdin io.Reader, path string) ([]byte, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, failuref("%v", err)
+	}
+	return b, nil
+}

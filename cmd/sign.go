@@ -152,6 +152,9 @@ func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, s
 		}
 		return nil, failuref("%s is not a valid decision table: %v", name, err)
 	}
+	if src.Source.Dirty {
+		fmt.Fprintf(stderr, "warning: %s was compiled from a work tree with uncommitted policy changes; a table for gateways should come from 'policyc compile --rev'\n", name)
+	}
 	payload := in
 	if o.expires != "" {
 		exp, err := parseExpiry(o.expires, o.now())

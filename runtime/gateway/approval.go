@@ -1,0 +1,177 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ApprovalGate decides tool calls the table holds for approval ("approve").
+// The gateway lists such tools; on a call it builds a HoldRequest and waits
+// for Hold, whose context ends at the approval timeout. Only an approved
+// verdict lets the call run, and then with exactly req.Arguments: the call
+// that was reviewed is the call that runs, once. A denial, a timeout or an
+// error reaches the client as a tool execution error (isError) telling the
+// agent not to retry or route around it.
+//
+// An implementation must be safe for concurrent use. It owns what the
+// design asks of approvals beyond this: reaching a human through
+// req.Channel, showing a safe preview of the arguments, binding an approval
+// to req.Fingerprint, consuming an "approve once" with exactly one call, and
+// folding identical pending requests (same principal, server, tool and
+// fingerprint) into one.
+type ApprovalGate interface {
+	Hold(ctx context.Context, req *HoldRequest) (Verdict, error)
+}
+
+// HoldRequest is one tool call held for approval.
+type HoldRequest struct {
+	// Principal asked; Server and Tool are the upstream's names (not the
+	// namespaced one the client used).
+	Principal, Server, Tool string
+	// Arguments are the call's arguments in canonical JSON (CanonicalJSON):
+	// the bytes forwarded if approved. They may hold secrets; the gateway
+	// never logs them.
+	Arguments []byte
+	// Fingerprint is Fingerprint(Arguments).
+	Fingerprint string
+	// Origin is the file:line of the rule that put the tool on approval.
+	Origin string
+	// Timeout is how long the call may be held: the shortest
+	// approval_timeout_seconds of every scope that applies.
+	Timeout time.Duration
+	// Channel is the approval channel the table names for the server.
+	Channel string
+	// TableDigest and TableSerial identify the deciding table.
+	TableDigest string
+	TableSerial uint64
+}
+
+// Verdict is the gate's answer.
+type Verdict struct {
+	Approved bool
+	// Reason, when set, is shown to the agent with a denial (never
+	// secrets).
+	Reason string
+}
+
+// ConsentGate grants reads of ui:// resources (MCP Apps, SEP-1865) that the
+// table admits: allowlisted for the server, with a consent channel that
+// reaches a human. Without a ConsentGate every ui:// resource is denied,
+// listed nowhere and answered as absent: consent that cannot be asked for
+// does not exist.
+type ConsentGate interface {
+	Consent(ctx context.Context, req *ConsentRequest) (bool, error)
+}
+
+// ConsentRequest is one ui:// read that needs the principal's consent.
+type ConsentRequest struct {
+	Principal, Server, URI string
+	// Channel is the table's consent channel for the server.
+	Channel     string
+	TableDigest string
+}
+
+// maxDepth bounds the nesting CanonicalJSON accepts.
+const maxDepth = 128
+
+// CanonicalJSON returns the canonical form of a JSON object: object keys
+// sorted, no insignificant whitespace, strings escaped one way (no HTML
+// escaping), numbers as written. It refuses anything that is not exactly one
+// JSON object, and objects with a repeated key: two readers could disagree
+// on which value counts, and the approver must see what runs.
+func CanonicalJSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if tok != json.Delim('{') {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	v, err := readObject(dec, 1)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("arguments: unexpected data after the object")
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+func readValue(dec *json.Decoder, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		return readObject(dec, depth+1)
+	case json.Delim('['):
+		if depth+1 > maxDepth {
+			return nil, fmt.Errorf("arguments nest deeper than %d levels", maxDepth)
+		}
+		list := []any{}
+		for dec.More() {
+			v, err := readValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+		}
+		return list, nil
+	}
+	return tok, nil
+}
+
+func readObject(dec *json.Decoder, depth int) (map[string]any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("arguments nest deeper than %d levels", maxDepth)
+	}
+	obj := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, errors.New("arguments are not valid JSON: an object key is not a string")
+		}
+		if _, dup := obj[key]; dup {
+			return nil, fmt.Errorf("arguments repeat the key %q; give each key once", key)
+		}
+		v, err := readValue(dec, depth)
+		if err != nil {
+			return nil, err
+		}
+		obj[key] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	return obj, nil
+}
+
+// Fingerprint is "sha256:" and the hex SHA-256 of canonical arguments: what
+// an approval is bound to.
+func Fingerprint(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// catalogue is what one upstream offers, as it last listed it. It is
+// immutable: a refresh builds a new one.
+type catalogue struct {
+	tools     []*mcp.Tool
+	toolIdx   map[string]*mcp.Tool
+	prompts   []*mcp.Prompt
+	promptIdx map[string]*mcp.Prompt
+	resources []*mcp.Resource
+	// resourceIdx holds the listed URIs.
+	resourceIdx map[string]*mcp.Resource
+	templates   []*mcp.ResourceTemplate
+	// templateRE[i] matches the URIs templates[i] expands to; nil for a
+	// template that does not parse (it routes nothing).
+	templateRE []*regexp.Regexp
+}
+
+// kinds of list an upstream can announce a change of.
+const (
+	listTools = 1 << iota
+	listPrompts
+	listResources // resources and templates
+	listAll       = listTools | listPrompts | listResources
+)
+
+// maxPages bounds how many pages of one listing the gateway follows, so an
+// upstream that keeps returning cursors cannot keep it busy forever.
+const maxPages = 100
+
+// fetch lists the kinds in which of an upstream the session advertises,
+// keeping the rest from prev (nil: empty).
+func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogue) (*catalogue, error) {
+	c := &catalogue{}
+	if prev != nil {
+		*c = *prev
+	}
+	caps := &mcp.ServerCapabilities{}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	if which&listTools != 0 {
+		c.tools, c.toolIdx = nil, map[string]*mcp.Tool{}
+		if caps.Tools != nil {
+			cursor := ""
+			for page := 0; ; page++ {
+				if page == maxPages {
+					return nil, fmt.Errorf("tools/list: more than %d pages", maxPages)
+				}
+				res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+				if err != nil {
+					return nil, fmt.Errorf("tools/list: %w", err)
+				}
+				for _, t := range res.Tools {
+					if t == nil || t.Name == "" || c.toolIdx[t.Name] != nil {
+						continue
+					}
+					c.tools = append(c.tools, t)
+					c.toolIdx[t.Name] = t
+				}
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+		}
+	}
+	if which&listPrompts != 0 {
+		c.prompts, c.promptIdx = nil, map[string]*mcp.Prompt{}
+		if caps.Prompts != nil {
+			cursor := ""
+			for page := 0; ; page++ {
+				if page == maxPages {
+					return nil, fmt.Errorf("prompts/list: more than %d pages", maxPages)
+				}
+				res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+				if err != nil {
+					return nil, fmt.Errorf("prompts/list: %w", err)
+				}
+				for _, p := range res.Prompts {
+					if p == nil || p.Name == "" || c.promptIdx[p.Name] != nil {
+						continue
+					}
+					c.prompts = append(c.prompts, p)
+					c.promptIdx[p.Name] = p
+				}
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+		}
+	}
+	if which&listResources != 0 {
+		c.resources, c.resourceIdx = nil, map[string]*mcp.Resource{}
+		c.templates, c.templateRE = nil, nil
+		if caps.Resources != nil {
+			cursor := ""
+			for page := 0; ; page++ {
+				if page == maxPages {
+					return nil, fmt.Errorf("resources/list: more than %d pages", maxPages)
+				}
+				res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+				if err != nil {
+					return nil, fmt.Errorf("resources/list: %w", err)
+				}
+				for _, r := range res.Resources {
+					if r == nil || r.URI == "" || c.resourceIdx[r.URI] != nil {
+						continue
+					}
+					c.resources = append(c.resources, r)
+					c.resourceIdx[r.URI] = r
+				}
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+			cursor = ""
+			for page := 0; ; page++ {
+				if page == maxPages {
+					return nil, fmt.Errorf("resources/templates/list: more than %d pages", maxPages)
+				}
+				res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+				if err != nil {
+					return nil, fmt.Errorf("resources/templates/list: %w", err)
+				}
+				for _, t := range res.ResourceTemplates {
+					if t == nil || t.URITemplate == "" {
+						continue
+					}
+					var re *regexp.Regexp
+					if tmpl, err := uritemplate.New(t.URITemplate); err == nil {
+						re = tmpl.Regexp()
+					}
+					c.templates = append(c.templates, t)
+					c.templateRE = append(c.templateRE, re)
+				}
+				if cursor = res.NextCursor; cursor == "" {
+					break
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+// routes reports whether a resources/read of uri belongs to this upstream:
+// it listed the URI, or one of its templates expands to it.
+func (c *catalogue) routes(uri string) bool {
+	if c == nil {
+		return false
+	}
+	if c.resourceIdx[uri] != nil {
+		return true
+	}
+	for _, re := range c.templateRE {
+		if re != nil && re.MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,304 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime"
+)
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func toolByName(t *testing.T, cs *mcp.ClientSession, name string) *mcp.Tool {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	t.Fatalf("tool %s is not listed", name)
+	return nil
+}
+
+func TestListingsAreFiltered(t *testing.T) {
+	tg := startGateway(t, nil)
+	for _, version := range allVersions {
+		t.Run(version, func(t *testing.T) {
+			ctx := context.Background()
+			alice := tg.client(t, "alice", version, nil)
+			bob := tg.client(t, "bob", version, nil)
+
+			wantAlice := []string{
+				"github__crash", "github__create_issue", "github__echo", "github__garbage", "github__hang", "github__pid",
+				"github__show_app", "github__show_secret_app", "github__slow", "github__wait",
+				"linear__crash", "linear__echo", "linear__pid",
+			}
+			if got := toolNames(t, alice); !slices.Equal(got, wantAlice) {
+				t.Errorf("alice's tools:\n got %v\nwant %v", got, wantAlice)
+			}
+			wantBob := slices.DeleteFunc(slices.Clone(wantAlice), func(s string) bool { return s == "github__create_issue" })
+			if got := toolNames(t, bob); !slices.Equal(got, wantBob) {
+				t.Errorf("bob's tools:\n got %v\nwant %v", got, wantBob)
+			}
+
+			prompts, err := alice.ListPrompts(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pnames []string
+			for _, p := range prompts.Prompts {
+				pnames = append(pnames, p.Name)
+			}
+			if want := []string{"github__summarize"}; !slices.Equal(pnames, want) {
+				t.Errorf("prompts: got %v, want %v", pnames, want)
+			}
+
+			resources, err := alice.ListResources(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uris []string
+			for _, r := range resources.Resources {
+				uris = append(uris, r.URI)
+			}
+			// .env is denied; ui://github/app.html is admitted by the table
+			// but there is no consent gate; secret.html is off the allowlist.
+			if want := []string{"file:///srv/projects/app/README.md"}; !slices.Equal(uris, want) {
+				t.Errorf("resources: got %v, want %v", uris, want)
+			}
+			if resources.CacheScope != "private" {
+				t.Errorf("resources/list cacheScope = %q, want private: listings are per principal", resources.CacheScope)
+			}
+
+			templates, err := alice.ListResourceTemplates(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tnames []string
+			for _, rt := range templates.ResourceTemplates {
+				tnames = append(tnames, rt.URITemplate)
+			}
+			if want := []string{"repo://acme/{name}"}; !slices.Equal(tnames, want) {
+				t.Errorf("templates: got %v, want %v", tnames, want)
+			}
+		})
+	}
+}
+
+// A consent gate that grants everything, to see what the table alone
+// admits for ui:// resources.
+type grantAll struct{ asked []string }
+
+func (g *grantAll) Consent(_ context.Context, req *ConsentRequest) (bool, error) {
+	g.asked = append(g.asked, req.URI)
+	return true, nil
+}
+
+func TestUILinks(t *testing.T) {
+	t.Run("no consent gate", func(t *testing.T) {
+		tg := startGateway(t, nil)
+		cs := tg.client(t, "alice", legacyVersion, nil)
+		app := toolByName(t, cs, "github__show_app")
+		ui, _ := app.Meta["ui"].(map[string]any)
+		if _, ok := ui["resourceUri"]; ok {
+			t.Errorf("show_app keeps its link to ui://github/app.html without a consent gate: %v", app.Meta)
+		}
+		if ui["visibility"] == nil {
+			t.Errorf("show_app lost the rest of its ui metadata: %v", app.Meta)
+		}
+		secret := toolByName(t, cs, "github__show_secret_app")
+		if _, ok := secret.Meta["ui/resourceUri"]; ok {
+			t.Errorf("show_secret_app keeps its link to a resource off the allowlist: %v", secret.Meta)
+		}
+		// The catalogue the links were dropped from is not modified.
+		st := tg.byName["github"].snapshot()
+		orig := st.cat.toolIdx["show_app"].Meta["ui"].(map[string]any)
+		if orig["resourceUri"] != "ui://github/app.html" {
+			t.Errorf("the upstream's own tool metadata was modified: %v", orig)
+		}
+		_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/app.html"})
+		if err == nil {
+			t.Error("ui://github/app.html was read without a consent gate")
+		}
+	})
+	t.Run("consent gate", func(t *testing.T) {
+		consent := &grantAll{}
+		tg := startGateway(t, func(c *Config) { c.Consent = consent })
+		cs := tg.client(t, "alice", legacyVersion, nil)
+		app := toolByName(t, cs, "github__show_app")
+		if ui, _ := app.Meta["ui"].(map[string]any); ui["resourceUri"] != "ui://github/app.html" {
+			t.Errorf("show_app lost its link to an admitted ui:// resource: %v", app.Meta)
+		}
+		secret := toolByName(t, cs, "github__show_secret_app")
+		if _, ok := secret.Meta["ui/resourceUri"]; ok {
+			t.Errorf("show_secret_app keeps its link to a resource off the allowlist: %v", secret.Meta)
+		}
+		res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/app.html"})
+		if err != nil {
+			t.Fatalf("reading an admitted ui:// resource with consent: %v", err)
+		}
+		if len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "ui://github/app.html") {
+			t.Errorf("unexpected contents: %+v", res.Contents)
+		}
+		if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/secret.html"}); err == nil {
+			t.Error("a ui:// resource off the allowlist was read")
+		}
+		if !slices.Equal(consent.asked, []string{"ui://github/app.html"}) {
+			t.Errorf("consent asked for %v, want only the admitted resource", consent.asked)
+		}
+	})
+}
+
+func TestNamespacingRoundTrip(t *testing.T) {
+	tg := startGateway(t, nil)
+	changed := make(chan struct{}, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx := context.Background()
+
+	args := map[string]any{"title": "héllo <b>", "n": 1.5e300, "nested": map[string]any{"z": []any{nil, true}}}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__echo", Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("github__echo: %v %v", err, text(res))
+	}
+	if !strings.HasPrefix(text(res), "github echo ") {
+		t.Errorf("github__echo reached the wrong server: %q", text(res))
+	}
+	seen := tg.github.Arguments()
+	var got map[string]any
+	if len(seen) != 1 || json.Unmarshal(seen[0], &got) != nil {
+		t.Fatalf("upstream saw %s", seen)
+	}
+	want, _ := json.Marshal(args)
+	gotJSON, _ := json.Marshal(got)
+	if string(gotJSON) != string(want) {
+		t.Errorf("arguments changed on the way: sent %s, upstream saw %s", want, seen[0])
+	}
+	// The upstream's identity is stripped, its other metadata kept.
+	if _, ok := res.Meta[mcp.MetaKeyServerInfo]; ok {
+		t.Errorf("the upstream's serverInfo reached the client: %v", res.Meta)
+	}
+	if res.Meta["test/keep"] != "kept" {
+		t.Errorf("the upstream's own metadata was dropped: %v", res.Meta)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "linear__echo", Arguments: map[string]any{}})
+	if err != nil || !strings.HasPrefix(text(res), "linear echo") {
+		t.Fatalf("linear__echo: %v %q", err, text(res))
+	}
+
+	// A tool whose own name holds the separator, announced at run time: the
+	// list_changed notification propagates and the name round-trips.
+	for _, name := range []string{"a__b", "a__", "a___c__"} {
+		tg.github.AddTool(name)
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no tools/list_changed reached the client")
+		}
+		full := Join("github", name)
+		eventually(t, 5*time.Second, full+" in the listing", func() bool { return slices.Contains(toolNames(t, cs), full) })
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: full})
+		if err != nil || text(res) != name {
+			t.Errorf("%s reached %q (%v), want upstream tool %q", full, text(res), err, name)
+		}
+	}
+}
+
+func TestProgressAndCancellationPassThrough(t *testing.T) {
+	tg := startGateway(t, nil)
+	progress := make(chan *mcp.ProgressNotificationParams, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	})
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "github__slow"}
+	params.SetProgressToken("my-token")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		select {
+		case p := <-progress:
+			if p.ProgressToken != "my-token" || p.Progress != float64(i) || p.Total != 3 {
+				t.Errorf("progress %d: %+v", i, p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("progress notification %d did not arrive", i)
+		}
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	waiting := tg.github.Waiting()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "github__wait"})
+		errc <- err
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait call did not reach the upstream")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("a cancelled call returned no error")
+	}
+	eventually(t, 5*time.Second, "the upstream to see the cancellation", func() bool { return tg.github.Cancelled.Load() == 1 })
+}
+
+func TestDecisionLog(t *testing.T) {
+	tg := startGateway(t, nil)
+	cs := tg.client(t, "bob", legacyVersion, nil)
+	ctx := context.Background()
+	secret := "s3cr3t-argument-value"
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"token": secret}})
+	cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__create_issue", Arguments: map[string]any{"token": secret}})
+
+	var calls []Record
+	for _, r := range tg.log.all() {
+		if r.Op == OpCall {
+			calls = append(calls, r)
+		}
+	}
+	if len(calls) != 2 {
+		t.Fatalf("got %d call records, want 2: %+v", len(calls), calls)
+	}
+	echo, create := calls[0], calls[1]
+	if echo.Principal != "bob" || echo.Server != "github" || echo.Kind != runtime.Tool || echo.Name != "echo" ||
+		echo.Decision.Effect != runtime.Allow || echo.Decision.Origin != "policy.cue:10" || echo.TableSerial != 1 || !strings.HasPrefix(echo.TableDigest, "sha256:") {
+		t.Errorf("echo record: %+v", echo)
+	}
+	if create.Decision.Effect != runtime.Deny || create.Decision.Scope != "principal:bob" || create.Decision.Origin != "policy.cue:27" {
+		t.Errorf("create_issue record for bob: %+v", create)
+	}
+	for _, r := range tg.log.all() {
+		line := string(AppendRecord(nil, &r))
+		if strings.Contains(line, secret) {
+			t.Errorf("a decision record holds a call argument: %s", line)
+		}
+	}
+}

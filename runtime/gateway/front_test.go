@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+func httpClient(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatalf("connect with token %q: %v", token, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestHTTPFront(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{
+		tokenHash("alice-token"):  "alice",
+		tokenHash("alice-laptop"): "alice",
+		tokenHash("bob-token"):    "bob",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close) // after the clients' cleanups, which end their streams
+
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	post := func(token, session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, token := range []string{"", "wrong-token", tokenHash("alice-token")} {
+		if resp := post(token, "", initialize); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: status %d, want 401", token, resp.StatusCode)
+		}
+	}
+
+	alice := httpClient(t, srv.URL, "alice-token")
+	if names := toolNames(t, alice); !slices.Contains(names, "github__create_issue") {
+		t.Errorf("alice over HTTP: %v", names)
+	}
+	laptop := httpClient(t, srv.URL, "alice-laptop")
+	if names := toolNames(t, laptop); !slices.Contains(names, "github__create_issue") {
+		t.Errorf("alice's second token over HTTP: %v", names)
+	}
+	bob := httpClient(t, srv.URL, "bob-token")
+	if names := toolNames(t, bob); slices.Contains(names, "github__create_issue") || !slices.Contains(names, "github__echo") {
+		t.Errorf("bob over HTTP: %v", names)
+	}
+	res, err := bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__create_issue"})
+	if err == nil {
+		t.Errorf("bob called create_issue over HTTP: %v", text(res))
+	}
+
+	// A session opened with alice's token cannot be used with bob's.
+	resp := post("alice-token", "", initialize)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("no session id (status %d)", resp.StatusCode)
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if resp := post("bob-token", sid, list); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's token on alice's session: status %d, want 403", resp.StatusCode)
+	}
+	if resp := post("", sid, list); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no token on alice's session: status %d, want 401", resp.StatusCode)
+	}
+	if resp := post("alice-token", sid, `{"jsonrpc":"2.0","id":3,`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a malformed body: status %d, want 400", resp.StatusCode)
+	}
+}
+
+func TestHTTPFrontConfig(t *testing.T) {
+	tg := startGateway(t, nil)
+	for _, tc := range []struct {
+		tokens map[string]string
+		want   string
+	}{
+		{nil, "no bearer tokens"},
+		{map[string]string{"abc": "alice"}, "not a hex SHA-256"},
+		{map[string]string{tokenHash("x"): "not a name"}, "not a valid name"},
+	} {
+		if _, err := tg.HTTPHandler(HTTPOptions{Tokens: tc.tokens}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.tokens, err, tc.want)
+		}
+	}
+}

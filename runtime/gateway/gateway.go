@@ -1,0 +1,479 @@
+// Package gateway is the runtime gateway: an MCP server in front of
+// upstream MCP servers that enforces a verified decision table on every
+// request, built on the official Go SDK.
+//
+// It never evaluates CUE and never loads a table on its own: Config.Tables
+// hands it tables (in a deployment, runtime.LoadVerified over the signed
+// envelope; nothing else), and New refuses to start without one. What it
+// enforces:
+//
+//   - listings (tools, prompts, resources, resource templates) show only
+//     items the table allows or holds for approval, per principal;
+//   - a denied tools/call, prompts/get or resources/read is answered by the
+//     same code as a name that does not exist, so denial leaks nothing;
+//   - ui:// resources are denied unless the table admits them and a consent
+//     gate grants consent; tool _meta UI links to denied ones are dropped;
+//   - tool calls on approval go to an ApprovalGate; without one, a table
+//     that can hold calls is refused;
+//   - every decision is written to the DecisionLog, and a decision that
+//     cannot be recorded is not acted on.
+//
+// Upstream faults (a crash, a hang, malformed output) make that upstream's
+// items unavailable with clear errors; the others keep serving, and stdio
+// upstreams are restarted with backoff.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Config is everything the gateway needs, already read and checked by the
+// command layer (which reads the CUE configuration).
+type Config struct {
+	// Upstreams are the servers behind the gateway, by the name the table
+	// knows them under. Listings follow this order; a resource URI listed
+	// by two upstreams is routed to the first.
+	Upstreams []Upstream
+	// Tables returns the table to serve, at boot and on every Reload. In a
+	// deployment it reads the signed envelope and calls
+	// runtime.LoadVerified; an error means no table.
+	Tables func() (*runtime.Table, error)
+	// Approvals decides tool calls the table holds for approval. Nil means
+	// none: New and Reload then refuse a table with approval rules for any
+	// configured upstream.
+	Approvals ApprovalGate
+	// Consent grants reads of ui:// resources the table admits. Nil means
+	// none: every ui:// resource stays denied (fail closed).
+	Consent ConsentGate
+	// Log receives every decision. Required.
+	Log DecisionLog
+	// Logger receives operational messages: upstream restarts, reloads.
+	// Nil discards them.
+	Logger *slog.Logger
+	// CallTimeout bounds every call to an upstream. Default 30s.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds starting, initializing and listing an
+	// upstream. Default 10s.
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait before restarting a failed
+	// upstream; it doubles from MinBackoff on every failure in a row.
+	// Defaults 250ms and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// TerminateTimeout is how long a stdio upstream has to exit after its
+	// stdin is closed before it is sent SIGTERM (then SIGKILL). Default 5s.
+	TerminateTimeout time.Duration
+	// Version is reported as the gateway's version to clients and
+	// upstreams.
+	Version string
+	// Now is the clock of decision records; nil means time.Now.
+	Now func() time.Time
+}
+
+// Upstream is one server behind the gateway: exactly one of Command, URL
+// and Dial.
+type Upstream struct {
+	// Name is the server's name in the table (mcp_servers); see
+	// CheckUpstreamName.
+	Name string
+	// Command and Args start a stdio upstream. Env is its whole
+	// environment; Dir its working directory (empty: the gateway's).
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+	// URL is a streamable HTTP upstream; Header is sent with every
+	// request (for example a bearer token).
+	URL    string
+	Header http.Header
+	// Dial returns a fresh transport for every connection attempt. It is
+	// for upstreams in the same process (tests, benchmarks).
+	Dial func(ctx context.Context) (mcp.Transport, error)
+}
+
+// ErrApprovalsWithoutGate is the refusal of a table that can hold tool
+// calls for approval when no ApprovalGate is configured.
+var ErrApprovalsWithoutGate = errors.New("approval rules without an approval gate")
+
+// Gateway is a running gateway. Connect clients to it with Connect,
+// ServeIO or HTTPHandler.
+type Gateway struct {
+	cfg    Config
+	logger *slog.Logger
+	// sdkLogger is logger for the SDK's own messages, warnings and up: it
+	// reports every session at info level.
+	sdkLogger *slog.Logger
+	now       func() time.Time
+
+	table    atomic.Pointer[runtime.Table]
+	reloadMu sync.Mutex
+
+	ups    []*upstream
+	byName map[string]*upstream
+
+	mu      sync.Mutex
+	servers map[string]*mcp.Server // one per principal
+
+	progress  sync.Map // gateway progress token (string) → progressTarget
+	nextToken atomic.Uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New loads the table, checks it can be enforced as configured, starts the
+// upstreams and waits (until ctx is done) for each one's first connection
+// attempt, so that the first listing a client asks for is complete. An
+// upstream that fails to start does not stop the gateway: it is retried
+// with backoff and its items are unavailable meanwhile.
+func New(ctx context.Context, cfg Config) (*Gateway, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	t, err := cfg.Tables()
+	if err == nil && t == nil {
+		err = errors.New("the table loader returned no table")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no table to serve, so no service: %w", err)
+	}
+	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*mcp.Server{}}
+	if g.logger == nil {
+		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	g.sdkLogger = slog.New(minLevel{g.logger.Handler(), slog.LevelWarn})
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if err := g.checkApprovals(t); err != nil {
+		return nil, err
+	}
+	g.table.Store(t)
+	for _, name := range g.upstreamNames() {
+		if _, ok := t.Source().Servers[name]; !ok {
+			g.logger.Warn("upstream is not in the table: everything it offers is denied", "upstream", name, "table_serial", t.Serial())
+		}
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	for _, uc := range cfg.Upstreams {
+		u := newUpstream(g, uc)
+		g.ups = append(g.ups, u)
+		g.byName[u.name] = u
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			u.run(g.ctx)
+		}()
+	}
+	for _, u := range g.ups {
+		select {
+		case <-u.started:
+		case <-ctx.Done():
+		}
+	}
+	g.logger.Info("gateway serving", "table_serial", t.Serial(), "table_digest", t.Digest(), "upstreams", len(g.ups))
+	return g, nil
+}
+
+func (c *Config) check() error {
+	var errs []error
+	if c.Tables == nil {
+		errs = append(errs, errors.New("no table loader: the gateway serves only a verified table"))
+	}
+	if c.Log == nil {
+		errs = append(errs, errors.New("no decision log: every decision must be recorded"))
+	}
+	if len(c.Upstreams) == 0 {
+		errs = append(errs, errors.New("no upstreams: configure at least one server behind the gateway"))
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Upstreams {
+		if err := CheckUpstreamName(u.Name); err != nil {
+			errs = append(errs, fmt.Errorf("upstreams[%d]: %w", i, err))
+		}
+		if seen[u.Name] {
+			errs = append(errs, fmt.Errorf("upstream %q is configured twice", u.Name))
+		}
+		seen[u.Name] = true
+		n := 0
+		for _, set := range []bool{u.Command != "", u.URL != "", u.Dial != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			errs = append(errs, fmt.Errorf("upstream %q: give exactly one of a command or a URL", u.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.CallTimeout, 30*time.Second)
+	def(&c.ConnectTimeout, 10*time.Second)
+	def(&c.MinBackoff, 250*time.Millisecond)
+	def(&c.MaxBackoff, 30*time.Second)
+	def(&c.TerminateTimeout, 5*time.Second)
+	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+}
+
+func (g *Gateway) upstreamNames() []string {
+	names := make([]string, len(g.cfg.Upstreams))
+	for i, u := range g.cfg.Upstreams {
+		names[i] = u.Name
+	}
+	return names
+}
+
+// checkApprovals refuses a table that can hold a call to a configured
+// upstream for approval when there is no gate to decide it. Only tool
+// approvals count: prompts and resources never hold.
+func (g *Gateway) checkApprovals(t *runtime.Table) error {
+	if g.cfg.Approvals != nil {
+		return nil
+	}
+	src := t.Source()
+	var found []string
+	add := func(where string, a *table.Access) {
+		if a == nil {
+			return
+		}
+		for _, r := range a.Rules {
+			if r.Effect == table.Approve {
+				found = append(found, fmt.Sprintf("%s %q at %s", where, r.Pattern, r.Origin))
+			}
+		}
+	}
+	served := false
+	for _, name := range g.upstreamNames() {
+		s, ok := src.Servers[name]
+		if !ok {
+			continue
+		}
+		served = true
+		add(name, s.Tool)
+		for _, sc := range src.Scopes {
+			if s, ok := sc.Servers[name]; ok {
+				add(sc.Name+" "+name, s.Tool)
+			}
+		}
+	}
+	if served {
+		for _, sc := range src.Scopes {
+			if s, ok := sc.Servers[table.AllServers]; ok {
+				add(sc.Name+" (every server)", s.Tool)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	list := found
+	if len(list) > 3 {
+		list = append(list[:3:3], fmt.Sprintf("and %d more", len(found)-3))
+	}
+	return fmt.Errorf("%w: table serial %d holds tool calls for approval (%s), but no approval gate is configured, so a held call could never be decided; serve a table without approval_list entries for these servers, or configure an approval gate",
+		ErrApprovalsWithoutGate, t.Serial(), strings.Join(list, "; "))
+}
+
+// Table returns the table being served.
+func (g *Gateway) Table() *runtime.Table { return g.table.Load() }
+
+// Reload loads a new table through Config.Tables and serves it when it is
+// acceptable: verified (the loader's job), not older than the serving one,
+// and enforceable as configured (see New). Otherwise the serving table
+// stays and the refusal is logged and returned. The SIGHUP handler calls
+// it.
+func (g *Gateway) Reload() error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	cur := g.table.Load()
+	t, err := g.cfg.Tables()
+	if err == nil && t == nil {
+		err = errors.New("the table loader returned no table")
+	}
+	if err == nil {
+		switch {
+		case t.Serial() < cur.Serial():
+			err = fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", runtime.ErrRollback, t.Serial(), cur.Serial())
+		case t.Serial() == cur.Serial() && t.Digest() != cur.Digest():
+			err = fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
+		default:
+			err = g.checkApprovals(t)
+		}
+	}
+	if err != nil {
+		g.logger.Error("reload refused; the previous table keeps serving", "error", err.Error(), "table_serial", cur.Serial(), "table_digest", cur.Digest())
+		return fmt.Errorf("reload refused, table serial %d (%s) keeps serving: %w", cur.Serial(), cur.Digest(), err)
+	}
+	if t.Digest() == cur.Digest() {
+		g.logger.Info("reload: the table is unchanged", "table_serial", cur.Serial(), "table_digest", cur.Digest())
+		return nil
+	}
+	g.table.Store(t)
+	g.logger.Info("table reloaded", "table_serial", t.Serial(), "table_digest", t.Digest(), "previous_serial", cur.Serial())
+	g.listsChanged(listAll)
+	return nil
+}
+
+// Close stops the upstreams and waits for their supervisors.
+func (g *Gateway) Close() error {
+	g.cancel()
+	for _, u := range g.ups {
+		if cs := u.snapshot().session; cs != nil {
+			cs.Close()
+		}
+	}
+	g.wg.Wait()
+	return nil
+}
+
+// Upstream reports whether the named upstream is connected, and if not,
+// why. It is for health checks and tests.
+func (g *Gateway) Upstream(name string) (up bool, reason error) {
+	u := g.byName[name]
+	if u == nil {
+		return false, fmt.Errorf("no upstream %q", name)
+	}
+	st := u.snapshot()
+	return st.session != nil, st.down
+}
+
+// Connect serves one client session for principal over t.
+func (g *Gateway) Connect(ctx context.Context, principal string, t mcp.Transport) (*mcp.ServerSession, error) {
+	if !validName(principal) {
+		return nil, fmt.Errorf("principal %q: a principal is a name of letters, digits, '.', '_' and '-'", principal)
+	}
+	return g.serverFor(principal).Connect(ctx, t, nil)
+}
+
+// serverFor returns the MCP server of principal's sessions: the principal
+// is fixed per server, so no request can speak for another.
+func (g *Gateway) serverFor(principal string) *mcp.Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s := g.servers[principal]; s != nil {
+		return s
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "policyc-gateway", Version: g.cfg.Version}, &mcp.ServerOptions{
+		Logger: g.sdkLogger,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
+	})
+	s.AddReceivingMiddleware(g.middleware(principal))
+	g.servers[principal] = s
+	return s
+}
+
+// The SDK sends list_changed notifications when a server's own feature set
+// changes, and offers no other way to send them. So every principal's
+// server holds one placeholder item of each kind, re-added to announce a
+// change. The gateway answers every method that could reveal them itself
+// (see middleware), so clients never see them.
+var (
+	placeholderTool     = &mcp.Tool{Name: "policyc.list-changed", InputSchema: map[string]any{"type": "object"}}
+	placeholderPrompt   = &mcp.Prompt{Name: "policyc.list-changed"}
+	placeholderResource = &mcp.Resource{URI: "policyc-gateway:list-changed", Name: "policyc.list-changed"}
+)
+
+func placeholderToolHandler(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, errors.New("not served")
+}
+
+func placeholderPromptHandler(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return nil, errors.New("not served")
+}
+
+func placeholderResourceHandler(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return nil, errors.New("not served")
+}
+
+// listsChanged tells every client that the listings of which may have
+// changed: an upstream came or went or re-listed, or the table changed.
+func (g *Gateway) listsChanged(which int) {
+	g.mu.Lock()
+	servers := make([]*mcp.Server, 0, len(g.servers))
+	for _, s := range g.servers {
+		servers = append(servers, s)
+	}
+	g.mu.Unlock()
+	for _, s := range servers {
+		if which&listTools != 0 {
+			s.AddTool(placeholderTool, placeholderToolHandler)
+		}
+		if which&listPrompts != 0 {
+			s.AddPrompt(placeholderPrompt, placeholderPromptHandler)
+		}
+		if which&listResources != 0 {
+			s.AddResource(placeholderResource, placeholderResourceHandler)
+		}
+	}
+}
+
+// progressTarget is where progress of one forwarded request goes back to.
+type progressTarget struct {
+	session *mcp.ServerSession
+	token   any
+}
+
+// forwardProgress passes an upstream's progress notification to the client
+// whose request it is about, under the client's own token. Progress for a
+// token the gateway did not hand out is dropped.
+func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	tok, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	v, ok := g.progress.Load(tok)
+	if !ok {
+		return
+	}
+	t := v.(progressTarget)
+	nctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_ = t.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: t.token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+// minLevel passes on records at or above a level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

@@ -1,0 +1,621 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime"
+)
+
+// MCP methods the gateway answers itself.
+const (
+	methodListTools     = "tools/list"
+	methodCallTool      = "tools/call"
+	methodListPrompts   = "prompts/list"
+	methodGetPrompt     = "prompts/get"
+	methodListResources = "resources/list"
+	methodListTemplates = "resources/templates/list"
+	methodReadResource  = "resources/read"
+)
+
+// middleware answers every method that touches an upstream's items; the
+// SDK answers the rest (initialize, ping, discovery, notifications).
+func (g *Gateway) middleware(principal string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			// The HTTP front binds a session to the principal whose token
+			// opened it; a request under another token is refused.
+			if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != principal {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this session belongs to another principal"}
+			}
+			switch r := req.(type) {
+			case *mcp.ListToolsRequest:
+				return g.listTools(principal, r)
+			case *mcp.CallToolRequest:
+				return g.callTool(ctx, principal, r)
+			case *mcp.ListPromptsRequest:
+				return g.listPrompts(principal, r)
+			case *mcp.GetPromptRequest:
+				return g.getPrompt(ctx, principal, r)
+			case *mcp.ListResourcesRequest:
+				return g.listResources(principal, r)
+			case *mcp.ListResourceTemplatesRequest:
+				return g.listTemplates(principal, r)
+			case *mcp.ReadResourceRequest:
+				return g.readResource(ctx, principal, r)
+			case *mcp.CompleteRequest, *mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
+				// Not offered: completions and subscriptions name prompts
+				// and resources, and would need enforcement of their own.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%s is not supported by this gateway", method)}
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// absent is the answer for a tool, prompt or resource that does not exist,
+// and, through the same code, for one the table denies: the same error
+// code, message and data, built from the name the client sent. The texts
+// are the Go SDK's own for an item a server does not have.
+func absent(method, name string) error {
+	switch method {
+	case methodCallTool:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	case methodGetPrompt:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+	}
+	return mcp.ResourceNotFoundError(name)
+}
+
+// codeLegacyResourceNotFound is the "resource not found" code of servers
+// written before the specification settled on invalid params.
+const codeLegacyResourceNotFound = -32002
+
+// errLogFailed answers every request, whatever the decision, while the
+// decision log cannot be written.
+var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "policyc gateway: the decision log cannot be written, so no decision is acted on; see the gateway's log"}
+
+// decide decides and records one decision.
+func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op) (runtime.Decision, error) {
+	d := t.Decide(principal, server, kind, name)
+	err := g.cfg.Log.Log(&Record{
+		Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
+		Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
+	})
+	if err != nil {
+		g.logger.Error("decision log write failed", "error", err.Error())
+		return runtime.Decision{Effect: runtime.Deny}, errLogFailed
+	}
+	return d, nil
+}
+
+// noCursor refuses a cursor: the gateway returns every item in one page.
+func noCursor(cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: this gateway returns every item in one page"}
+}
+
+// private marks listings and reads as fit for the asking principal only:
+// they are filtered per principal, so no shared cache may keep them.
+var private = mcp.Cacheable{CacheScope: "private"}
+
+func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Result, error) {
+	if r.Params != nil {
+		if err := noCursor(r.Params.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	t := g.table.Load()
+	res := &mcp.ListToolsResult{Cacheable: private, Tools: []*mcp.Tool{}}
+	for _, u := range g.ups {
+		st := u.snapshot()
+		if st.session == nil || st.cat == nil {
+			continue
+		}
+		for _, tool := range st.cat.tools {
+			d, err := g.decide(t, principal, u.name, runtime.Tool, tool.Name, OpList)
+			if err != nil {
+				return nil, err
+			}
+			if d.Effect == runtime.Deny {
+				continue
+			}
+			c := *tool
+			c.Name = Join(u.name, tool.Name)
+			if c.Meta, err = g.uiLinks(t, principal, u.name, tool.Meta); err != nil {
+				return nil, err
+			}
+			res.Tools = append(res.Tools, &c)
+		}
+	}
+	return res, nil
+}
+
+// UI link keys of a tool's _meta: SEP-1865's ui.resourceUri, and the flat
+// key earlier drafts used.
+const (
+	metaUI        = "ui"
+	metaUIURI     = "resourceUri"
+	metaUIFlatURI = "ui/resourceUri"
+)
+
+// uiLinks returns meta without the UI links a principal may not follow: a
+// link to a resource the principal could not read is dropped (a link that
+// is not a string is dropped too). meta itself is never modified.
+func (g *Gateway) uiLinks(t *runtime.Table, principal, server string, meta mcp.Meta) (mcp.Meta, error) {
+	ui, hasUI := meta[metaUI].(map[string]any)
+	_, hasNested := ui[metaUIURI]
+	_, hasFlat := meta[metaUIFlatURI]
+	if !(hasUI && hasNested) && !hasFlat {
+		return meta, nil
+	}
+	out := maps.Clone(meta)
+	if hasUI && hasNested {
+		ok, err := g.linkReadable(t, principal, server, ui[metaUIURI])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			ui = maps.Clone(ui)
+			delete(ui, metaUIURI)
+			if len(ui) == 0 {
+				delete(out, metaUI)
+			} else {
+				out[metaUI] = ui
+			}
+		}
+	}
+	if hasFlat {
+		ok, err := g.linkReadable(t, principal, server, meta[metaUIFlatURI])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			delete(out, metaUIFlatURI)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func (g *Gateway) linkReadable(t *runtime.Table, principal, server string, link any) (bool, error) {
+	uri, ok := link.(string)
+	if !ok {
+		return false, nil
+	}
+	d, err := g.decide(t, principal, server, runtime.Resource, uri, OpLink)
+	if err != nil {
+		return false, err
+	}
+	return d.Effect == runtime.Allow && (!d.Consent || g.cfg.Consent != nil), nil
+}
+
+// authorizedCall is a tools/call the table and the catalogue let through.
+type authorizedCall struct {
+	u        *upstream
+	st       *upState
+	tool     string
+	decision runtime.Decision
+	table    *runtime.Table
+}
+
+// authorizeCall is the policy work of a tools/call: split the name,
+// decide, record, check the tool exists. A denied tool and a tool that does
+// not exist take the same return, absent.
+func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) {
+	server, tool, _ := Split(name)
+	t := g.table.Load()
+	d, err := g.decide(t, principal, server, runtime.Tool, tool, OpCall)
+	if err != nil {
+		return authorizedCall{}, err
+	}
+	u := g.byName[server]
+	if d.Effect == runtime.Deny || u == nil {
+		return authorizedCall{}, absent(methodCallTool, name)
+	}
+	st := u.snapshot()
+	if st.cat == nil || st.cat.toolIdx[tool] == nil {
+		return authorizedCall{}, absent(methodCallTool, name)
+	}
+	return authorizedCall{u: u, st: st, tool: tool, decision: d, table: t}, nil
+}
+
+func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToolRequest) (mcp.Result, error) {
+	args, err := objectArguments(r.Params.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	a, err := g.authorizeCall(principal, r.Params.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.st.session == nil {
+		return toolError(a.u.unavailable(a.st).Error()), nil
+	}
+	if a.decision.Effect == runtime.Approve {
+		reviewed, refusal, err := g.hold(ctx, principal, r.Params.Name, a, args)
+		if err != nil || refusal != nil {
+			return refusal, err
+		}
+		// What was reviewed is what runs: the canonical bytes the gate saw.
+		args = reviewed
+	}
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	defer done()
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	defer cancel()
+	res, err := a.st.session.CallTool(cctx, &mcp.CallToolParams{Name: a.tool, Arguments: args, Meta: meta})
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			return nil, we // the upstream's own answer about an allowed tool
+		}
+		return toolError(a.u.callError(cctx, a.st, methodCallTool, err).Error()), nil
+	}
+	res.Meta = stripMeta(res.Meta)
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return res, nil
+}
+
+// objectArguments checks that tools/call arguments are a JSON object (or
+// absent or null, which mean no arguments) and returns them as an object.
+// The check comes before the name is looked at, so its answer is the same
+// for every name.
+func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 || string(v) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if v[0] == '{' {
+		return v, nil
+	}
+	kind := "a string"
+	switch {
+	case v[0] == '[':
+		kind = "an array"
+	case v[0] == 't' || v[0] == 'f':
+		kind = "a boolean"
+	case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+		kind = "a number"
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call: \"arguments\" must be a JSON object (name → value), got %s", kind)}
+}
+
+// toolError is a tool execution error: the client's model sees it.
+func toolError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// hold hands a call on approval to the approval gate and waits for its
+// verdict. It returns the canonical arguments to forward when approved,
+// else the result to answer with.
+func (g *Gateway) hold(ctx context.Context, principal, name string, a authorizedCall, args json.RawMessage) (json.RawMessage, *mcp.CallToolResult, error) {
+	canon, err := CanonicalJSON(args)
+	if err != nil {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
+	}
+	d := a.decision
+	timeout := time.Duration(d.ApprovalTimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = 300 * time.Second
+	}
+	req := &HoldRequest{
+		Principal: principal, Server: a.u.name, Tool: a.tool, Arguments: canon, Fingerprint: Fingerprint(canon),
+		Origin: d.Origin, Timeout: timeout, Channel: d.ApprovalChannel,
+		TableDigest: a.table.Digest(), TableSerial: a.table.Serial(),
+	}
+	var v Verdict
+	verdict := "error"
+	if g.cfg.Approvals == nil {
+		err = errors.New("no approval gate is configured")
+	} else {
+		hctx, cancel := context.WithTimeout(ctx, timeout)
+		v, err = g.cfg.Approvals.Hold(hctx, req)
+		switch {
+		case err == nil && v.Approved:
+			verdict = "approved"
+		case err == nil:
+			verdict = "denied"
+		case errors.Is(err, context.DeadlineExceeded) && hctx.Err() != nil && ctx.Err() == nil:
+			verdict = "timeout"
+		}
+		cancel()
+	}
+	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: runtime.Tool, Name: a.tool, Op: OpApproval,
+		Decision: d, Verdict: verdict, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
+		g.logger.Error("decision log write failed", "error", lerr.Error())
+		return nil, nil, errLogFailed
+	}
+	switch verdict {
+	case "approved":
+		return canon, nil, nil
+	case "denied":
+		why := ""
+		if v.Reason != "" {
+			why = " (" + v.Reason + ")"
+		}
+		return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval and was declined%s, so it did not run. Do not retry it, and do not try to reach the same result another way; tell the user it was declined.", name, why)), nil
+	case "timeout":
+		return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval and no one decided within %s, so it did not run. Do not retry it or route around it; ask the user to approve it first.", name, timeout)), nil
+	}
+	return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s needs a human's approval, which could not be obtained (%v), so it did not run. Do not retry it or route around it; tell the user.", name, err)), nil
+}
+
+// reservedMeta is the _meta namespace the protocol reserves: per-session
+// values (protocol version, client and server identity) that belong to one
+// hop and are never passed to the next.
+const reservedMeta = "io.modelcontextprotocol/"
+
+// forwardMeta returns the _meta to send upstream for a client request: the
+// client's own keys, without reserved ones, with the progress token replaced
+// by one the gateway hands out (client tokens are only unique per session).
+// done forgets the token.
+func (g *Gateway) forwardMeta(meta mcp.Meta, ss *mcp.ServerSession) (mcp.Meta, func()) {
+	if len(meta) == 0 {
+		return nil, func() {}
+	}
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		if !strings.HasPrefix(k, reservedMeta) && k != "progressToken" {
+			out[k] = v
+		}
+	}
+	done := func() {}
+	if tok, ok := meta["progressToken"]; ok && tok != nil && ss != nil {
+		gt := "policyc-" + strconv.FormatUint(g.nextToken.Add(1), 10)
+		g.progress.Store(gt, progressTarget{session: ss, token: tok})
+		out["progressToken"] = gt
+		// Notifications are handled on the upstream connection's queue
+		// while the response is handed over at once, so the last progress
+		// can arrive just after the call returns: forget the token a
+		// little later.
+		done = func() { time.AfterFunc(progressGrace, func() { g.progress.Delete(gt) }) }
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, done
+}
+
+// progressGrace is how long a progress token outlives its call.
+const progressGrace = 5 * time.Second
+
+// stripMeta drops the reserved keys of an upstream result's _meta, the
+// upstream's identity among them: clients see the gateway only.
+func stripMeta(m mcp.Meta) mcp.Meta {
+	for k := range m {
+		if strings.HasPrefix(k, reservedMeta) {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.Result, error) {
+	if r.Params != nil {
+		if err := noCursor(r.Params.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	t := g.table.Load()
+	res := &mcp.ListPromptsResult{Cacheable: private, Prompts: []*mcp.Prompt{}}
+	for _, u := range g.ups {
+		st := u.snapshot()
+		if st.session == nil || st.cat == nil {
+			continue
+		}
+		for _, p := range st.cat.prompts {
+			d, err := g.decide(t, principal, u.name, runtime.Prompt, p.Name, OpList)
+			if err != nil {
+				return nil, err
+			}
+			if d.Effect != runtime.Allow {
+				continue
+			}
+			c := *p
+			c.Name = Join(u.name, p.Name)
+			res.Prompts = append(res.Prompts, &c)
+		}
+	}
+	return res, nil
+}
+
+func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPromptRequest) (mcp.Result, error) {
+	name := r.Params.Name
+	server, prompt, _ := Split(name)
+	t := g.table.Load()
+	d, err := g.decide(t, principal, server, runtime.Prompt, prompt, OpGet)
+	if err != nil {
+		return nil, err
+	}
+	u := g.byName[server]
+	if d.Effect != runtime.Allow || u == nil {
+		return nil, absent(methodGetPrompt, name)
+	}
+	st := u.snapshot()
+	if st.cat == nil || st.cat.promptIdx[prompt] == nil {
+		return nil, absent(methodGetPrompt, name)
+	}
+	if st.session == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.unavailable(st).Error()}
+	}
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	defer done()
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	defer cancel()
+	res, err := st.session.GetPrompt(cctx, &mcp.GetPromptParams{Name: prompt, Arguments: r.Params.Arguments, Meta: meta})
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			return nil, we
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.callError(cctx, st, methodGetPrompt, err).Error()}
+	}
+	res.Meta = stripMeta(res.Meta)
+	return res, nil
+}
+
+// route returns the upstream a resources/read of uri goes to: the first
+// that listed the URI, else the first whose template expands to it. A down
+// upstream keeps its last listing, so its URIs are "unavailable", not
+// unknown.
+func (g *Gateway) route(uri string) (*upstream, *upState) {
+	for _, u := range g.ups {
+		if st := u.snapshot(); st.cat != nil && st.cat.resourceIdx[uri] != nil {
+			return u, st
+		}
+	}
+	for _, u := range g.ups {
+		if st := u.snapshot(); st.cat.routes(uri) {
+			return u, st
+		}
+	}
+	return nil, nil
+}
+
+func (g *Gateway) listResources(principal string, r *mcp.ListResourcesRequest) (mcp.Result, error) {
+	if r.Params != nil {
+		if err := noCursor(r.Params.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	t := g.table.Load()
+	res := &mcp.ListResourcesResult{Cacheable: private, Resources: []*mcp.Resource{}}
+	seen := map[string]bool{}
+	for _, u := range g.ups {
+		st := u.snapshot()
+		if st.cat == nil {
+			continue
+		}
+		for _, rs := range st.cat.resources {
+			// A URI belongs to the first upstream that lists it, as in
+			// route, even while that upstream is down.
+			if seen[rs.URI] {
+				continue
+			}
+			seen[rs.URI] = true
+			if st.session == nil {
+				continue
+			}
+			d, err := g.decide(t, principal, u.name, runtime.Resource, rs.URI, OpList)
+			if err != nil {
+				return nil, err
+			}
+			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
+				continue
+			}
+			res.Resources = append(res.Resources, rs)
+		}
+	}
+	return res, nil
+}
+
+// listTemplates lists resource templates. A template is decided by its
+// URI template text as the resource name: the listing shows a template when
+// the table allows that text (a glob like "repo://acme/*" allows
+// "repo://acme/{name}"). A read is always decided on the concrete URI.
+func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
+	if r.Params != nil {
+		if err := noCursor(r.Params.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	t := g.table.Load()
+	res := &mcp.ListResourceTemplatesResult{Cacheable: private, ResourceTemplates: []*mcp.ResourceTemplate{}}
+	seen := map[string]bool{}
+	for _, u := range g.ups {
+		st := u.snapshot()
+		if st.cat == nil {
+			continue
+		}
+		for _, rt := range st.cat.templates {
+			if seen[rt.URITemplate] {
+				continue
+			}
+			seen[rt.URITemplate] = true
+			if st.session == nil {
+				continue
+			}
+			d, err := g.decide(t, principal, u.name, runtime.Resource, rt.URITemplate, OpList)
+			if err != nil {
+				return nil, err
+			}
+			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
+				continue
+			}
+			res.ResourceTemplates = append(res.ResourceTemplates, rt)
+		}
+	}
+	return res, nil
+}
+
+func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.ReadResourceRequest) (mcp.Result, error) {
+	uri := r.Params.URI
+	u, st := g.route(uri)
+	server := ""
+	if u != nil {
+		server = u.name
+	}
+	t := g.table.Load()
+	d, err := g.decide(t, principal, server, runtime.Resource, uri, OpRead)
+	if err != nil {
+		return nil, err
+	}
+	if d.Effect != runtime.Allow || u == nil {
+		return nil, absent(methodReadResource, uri)
+	}
+	if d.Consent {
+		// ui:// (SEP-1865): only with the principal's consent; without a
+		// consent gate there is none, and the resource stays denied.
+		if g.cfg.Consent == nil {
+			return nil, absent(methodReadResource, uri)
+		}
+		ok, err := g.cfg.Consent.Consent(ctx, &ConsentRequest{Principal: principal, Server: u.name, URI: uri, Channel: d.ConsentChannel, TableDigest: t.Digest()})
+		if err != nil || !ok {
+			return nil, absent(methodReadResource, uri)
+		}
+	}
+	if st.session == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.unavailable(st).Error()}
+	}
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	defer done()
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	defer cancel()
+	res, err := st.session.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri, Meta: meta})
+	if err != nil {
+		var we *jsonrpc.Error
+		if errors.As(err, &we) {
+			if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeLegacyResourceNotFound {
+				// The uri is the only parameter: the upstream has no such
+				// resource. Say so in the gateway's own words, the same as
+				// for any other absent or denied URI.
+				return nil, absent(methodReadResource, uri)
+			}
+			return nil, we
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.callError(cctx, st, methodReadResource, err).Error()}
+	}
+	res.Meta = stripMeta(res.Meta)
+	res.Cacheable = private
+	return res, nil
+}

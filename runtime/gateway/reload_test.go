@@ -1,0 +1,306 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime"
+)
+
+// denyEcho is testPolicy with github's echo denied.
+var denyEcho = strings.Replace(testPolicy, `deny_list: ["delete_repo"]`, `deny_list: ["delete_repo", "echo"]`, 1)
+
+func TestReload(t *testing.T) {
+	key := newSigner(t)
+	dir := t.TempDir()
+	stateDir := t.TempDir()
+	path := filepath.Join(dir, "table.dsse.json")
+	write := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(key.sign(t, compileTable(t, testPolicy, 10)))
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, stateDir)
+	})
+	changed := make(chan struct{}, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	echoAllowed := func() bool {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo"})
+		return err == nil && !res.IsError
+	}
+	if !echoAllowed() {
+		t.Fatal("echo is not allowed by the boot table")
+	}
+
+	t.Run("good", func(t *testing.T) {
+		write(key.sign(t, compileTable(t, denyEcho, 11)))
+		if err := tg.Reload(); err != nil {
+			t.Fatalf("Reload: %v", err)
+		}
+		if s := tg.Table().Serial(); s != 11 {
+			t.Errorf("serving serial %d, want 11", s)
+		}
+		if echoAllowed() {
+			t.Error("echo is still allowed after reloading a table that denies it")
+		}
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Error("clients were not told that the lists changed")
+		}
+		for _, r := range tg.log.all() {
+			if r.Op == OpCall && r.Name == "echo" && r.TableSerial == 11 && r.Decision.Effect != runtime.Deny {
+				t.Errorf("table 11 logged %v for echo", r.Decision.Effect)
+			}
+		}
+	})
+
+	refused := func(t *testing.T, want error, wantText string) {
+		t.Helper()
+		before := tg.Table()
+		err := tg.Reload()
+		if err == nil || (want != nil && !errors.Is(err, want)) || !strings.Contains(err.Error(), wantText) {
+			t.Errorf("Reload: got %v, want a refusal matching %v containing %q", err, want, wantText)
+		}
+		if tg.Table() != before {
+			t.Error("a refused table replaced the serving one")
+		}
+		if echoAllowed() {
+			t.Error("the refused table is being enforced")
+		}
+	}
+
+	t.Run("tampered", func(t *testing.T) {
+		b := key.sign(t, compileTable(t, testPolicy, 12))
+		// Flip one base64 character of the payload.
+		i := bytes.Index(b, []byte(`"payload": "`)) + len(`"payload": "`) + 40
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		write(b)
+		refused(t, runtime.ErrBadSignature, "keeps serving")
+	})
+	t.Run("untrusted key", func(t *testing.T) {
+		write(newSigner(t).sign(t, compileTable(t, testPolicy, 12)))
+		refused(t, runtime.ErrUntrusted, "untrusted")
+	})
+	t.Run("unsigned", func(t *testing.T) {
+		raw := compileTable(t, testPolicy, 12)
+		tb, err := encodeTable(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(tb)
+		refused(t, runtime.ErrUnsigned, "bare decision table")
+	})
+	t.Run("missing file", func(t *testing.T) {
+		os.Remove(path)
+		refused(t, os.ErrNotExist, "no such file")
+	})
+	t.Run("rollback", func(t *testing.T) {
+		write(key.sign(t, compileTable(t, testPolicy, 9)))
+		refused(t, runtime.ErrRollback, "older")
+	})
+	t.Run("rollback without state", func(t *testing.T) {
+		// The gateway refuses a rollback itself too, whatever the loader's
+		// state directory says.
+		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, "")
+		write(key.sign(t, compileTable(t, testPolicy, 10)))
+		refused(t, runtime.ErrRollback, "older than serial 11, which is serving")
+	})
+	t.Run("same serial, other content", func(t *testing.T) {
+		write(key.sign(t, compileTable(t, testPolicy, 11)))
+		refused(t, nil, "must carry a newer serial")
+	})
+	t.Run("approvals without a gate", func(t *testing.T) {
+		write(key.sign(t, compileTable(t, approvalPolicy, 13)))
+		refused(t, ErrApprovalsWithoutGate, "merge_pull_request")
+	})
+	t.Run("unchanged", func(t *testing.T) {
+		write(key.sign(t, compileTable(t, denyEcho, 11)))
+		if err := tg.Reload(); err != nil {
+			t.Errorf("reloading the serving table: %v", err)
+		}
+	})
+}
+
+func TestBootRefusals(t *testing.T) {
+	ctx := context.Background()
+	base := func() Config {
+		return Config{
+			Upstreams: []Upstream{{Name: "github", Dial: newMemUpstream("github").dial}, {Name: "linear", Dial: newMemUpstream("linear").dial}},
+			Log:       &memLog{},
+		}
+	}
+	t.Run("no table", func(t *testing.T) {
+		cfg := base()
+		cfg.Tables = func() (*runtime.Table, error) { return nil, os.ErrNotExist }
+		if _, err := New(ctx, cfg); err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no table to serve") {
+			t.Errorf("New without a table: %v", err)
+		}
+	})
+	t.Run("no loader", func(t *testing.T) {
+		cfg := base()
+		if _, err := New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "verified table") {
+			t.Errorf("New without a loader: %v", err)
+		}
+	})
+	t.Run("untrusted table", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "t.json")
+		os.WriteFile(path, newSigner(t).sign(t, compileTable(t, testPolicy, 1)), 0o644)
+		cfg := base()
+		cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{newSigner(t).pub}, dir)
+		if _, err := New(ctx, cfg); !errors.Is(err, runtime.ErrUntrusted) {
+			t.Errorf("New with a table signed by an untrusted key: %v", err)
+		}
+	})
+	t.Run("approvals without a gate", func(t *testing.T) {
+		cfg := base()
+		cfg.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		_, err := New(ctx, cfg)
+		if !errors.Is(err, ErrApprovalsWithoutGate) || !strings.Contains(err.Error(), `github "merge_pull_request" at policy.cue:`) {
+			t.Errorf("New: %v", err)
+		}
+	})
+	t.Run("approvals for a server the gateway does not serve", func(t *testing.T) {
+		cfg := base()
+		cfg.Upstreams = cfg.Upstreams[1:] // linear only
+		cfg.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		g, err := New(ctx, cfg)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		g.Close()
+	})
+	t.Run("bad upstream names", func(t *testing.T) {
+		for _, name := range []string{"a__b", "gh_", "", "-x", "a b"} {
+			cfg := base()
+			cfg.Tables = fixed(loadTable(t, testPolicy, 1))
+			cfg.Upstreams[0].Name = name
+			if _, err := New(ctx, cfg); err == nil {
+				t.Errorf("upstream name %q was accepted", name)
+			}
+		}
+	})
+	t.Run("no decision log", func(t *testing.T) {
+		cfg := base()
+		cfg.Tables = fixed(loadTable(t, testPolicy, 1))
+		cfg.Log = nil
+		if _, err := New(ctx, cfg); err == nil || !strings.Contains(err.Error(), "decision log") {
+			t.Errorf("New without a decision log: %v", err)
+		}
+	})
+}
+
+// gate is an approval gate answering with a fixed verdict, or waiting for
+// the deadline when wait is set.
+type gate struct {
+	verdict Verdict
+	wait    bool
+	held    []*HoldRequest
+}
+
+func (g *gate) Hold(ctx context.Context, req *HoldRequest) (Verdict, error) {
+	g.held = append(g.held, req)
+	if g.wait {
+		<-ctx.Done()
+		return Verdict{}, ctx.Err()
+	}
+	return g.verdict, nil
+}
+
+func TestApprovalHold(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gate    *gate
+		wantErr string
+		verdict string
+	}{
+		{"approved", &gate{verdict: Verdict{Approved: true}}, "", "approved"},
+		{"declined", &gate{verdict: Verdict{Reason: "not on a Friday"}}, "was declined (not on a Friday)", "denied"},
+		{"timeout", &gate{wait: true}, "no one decided within 1s", "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := startGateway(t, func(c *Config) {
+				c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+				c.Approvals = tc.gate
+			})
+			cs := tg.client(t, "alice", legacyVersion, nil)
+			if names := toolNames(t, cs); !strings.Contains(strings.Join(names, " "), "github__merge_pull_request") {
+				t.Errorf("a tool on approval is not listed: %v", names)
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"b": 2, "a": "<x>"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr == "" {
+				if res.IsError || text(res) != "github merge_pull_request done" {
+					t.Errorf("approved call: %q", text(res))
+				}
+			} else if !res.IsError || !strings.Contains(text(res), tc.wantErr) || !strings.Contains(text(res), "Do not retry") {
+				t.Errorf("got %q (isError %v), want an isError result saying %q", text(res), res.IsError, tc.wantErr)
+			}
+			if len(tc.gate.held) != 1 {
+				t.Fatalf("held %d calls, want 1", len(tc.gate.held))
+			}
+			h := tc.gate.held[0]
+			if h.Principal != "alice" || h.Server != "github" || h.Tool != "merge_pull_request" || string(h.Arguments) != `{"a":"<x>","b":2}` ||
+				h.Fingerprint != Fingerprint([]byte(`{"a":"<x>","b":2}`)) || h.Timeout != time.Second || h.Channel != "page" || !strings.HasPrefix(h.Origin, "policy.cue:") {
+				t.Errorf("hold request: %+v", h)
+			}
+			var verdicts []string
+			for _, r := range tg.log.all() {
+				if r.Op == OpApproval {
+					verdicts = append(verdicts, r.Verdict)
+				}
+			}
+			if len(verdicts) != 1 || verdicts[0] != tc.verdict {
+				t.Errorf("logged verdicts %v, want [%s]", verdicts, tc.verdict)
+			}
+			wantCalls := int64(0)
+			if tc.wantErr == "" {
+				wantCalls = 1
+			}
+			if n := tg.github.Calls.Load(); n != wantCalls {
+				t.Errorf("%d calls reached the upstream, want %d", n, wantCalls)
+			}
+		})
+	}
+}
+
+func TestDecisionLogFailureRefusesEverything(t *testing.T) {
+	tg := startGateway(t, nil)
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	tg.log.mu.Lock()
+	tg.log.fail = errors.New("disk full")
+	tg.log.mu.Unlock()
+	for _, name := range []string{"github__echo", "github__delete_repo"} {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+		if err == nil || !strings.Contains(err.Error(), "decision log cannot be written") {
+			t.Errorf("%s with a broken decision log: %v", name, err)
+		}
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err == nil {
+		t.Error("tools/list succeeded with a broken decision log")
+	}
+	if n := tg.github.Calls.Load(); n != 0 {
+		t.Errorf("%d calls ran without being recorded", n)
+	}
+}

@@ -24,6 +24,7 @@ func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen
 	if err != nil {
 		tb.Fatal(err)
 	}
+	<-rt.Ready()
 	return rt, gen
 }
 

@@ -10,8 +10,10 @@ package runtime
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/policyc/policyc/internal/glob"
 	"github.com/policyc/policyc/runtime/table"
@@ -145,6 +147,8 @@ const ServerScope = "server"
 // Table is a loaded decision table: immutable, safe for concurrent use.
 type Table struct {
 	src *table.Table
+	// ready is closed when every automaton is built.
+	ready chan struct{}
 	// anyone is what a principal with no group or principal scope sees.
 	anyone *view
 	// named holds the views of principals that have scopes of their own.
@@ -249,11 +253,72 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	return d
 }
 
-// Load builds the decision structure of a decoded table. It compiles every
+// Load builds the decision structure of a decoded table. It parses every
 // pattern; a table with a pattern that does not parse is refused. Load does
 // not verify signatures: the gateway reaches it only through LoadVerified.
+//
+// Load returns once the table is checked and can decide. The automata that
+// make a decision a few table steps are built in the background, on every
+// core, right after; until a block's automaton is built its decisions are
+// exact but made pattern by pattern. Ready reports when all are built.
 func Load(src *table.Table) (*Table, error) {
-	t := &Table{src: src, named: map[string]*view{}}
+	t, err := load(src)
+	if err != nil {
+		return nil, err
+	}
+	go t.buildAutomata()
+	return t, nil
+}
+
+// Ready is closed when every automaton of the table is built.
+func (t *Table) Ready() <-chan struct{} { return t.ready }
+
+// buildAutomata builds every block's automaton, on as many goroutines as
+// there are cores, and closes ready.
+func (t *Table) buildAutomata() {
+	defer close(t.ready)
+	seen := map[*glob.Set]bool{}
+	var sets []*glob.Set
+	for _, v := range append([]*view{t.anyone}, mapValues(t.named)...) {
+		for _, sv := range v.servers {
+			for _, layers := range sv.kinds {
+				for _, l := range layers {
+					if !seen[l.set] {
+						seen[l.set] = true
+						sets = append(sets, l.set)
+					}
+				}
+			}
+		}
+	}
+	work := make(chan *glob.Set)
+	var wg sync.WaitGroup
+	for range goruntime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				s.Build()
+			}
+		}()
+	}
+	for _, s := range sets {
+		work <- s
+	}
+	close(work)
+	wg.Wait()
+}
+
+func mapValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func load(src *table.Table) (*Table, error) {
+	t := &Table{src: src, named: map[string]*view{}, ready: make(chan struct{})}
 	// Compile each scope's blocks once; views share them.
 	base := map[string][numKinds]*layer{}
 	for name, s := range src.Servers {
@@ -327,8 +392,8 @@ func Load(src *table.Table) (*Table, error) {
 						continue
 					}
 					for k := Tool; k < numKinds; k++ {
-						if sks[k] != nil {
-							sv.kinds[k] = append(sv.kinds[k], sks[k])
+						if l := sks[k]; l != nil && !l.neutral() {
+							sv.kinds[k] = append(sv.kinds[k], l)
 						}
 					}
 				}
@@ -358,6 +423,13 @@ func Load(src *table.Table) (*Table, error) {
 	return t, nil
 }
 
+// neutral reports whether a narrowing layer can change no decision: no
+// rules, nothing restricted, no timeout. Such layers are left out of the
+// views, so a decision does not pay for them.
+func (l *layer) neutral() bool {
+	return len(l.rules) == 0 && l.def == Allow && l.timeout == 0
+}
+
 func compileLayer(scope string, a *table.Access) (*layer, error) {
 	l := &layer{scope: scope, rules: a.Rules, origin: a.DefaultOrigin, timeout: a.ApprovalTimeoutSeconds, channel: a.ApprovalChannel}
 	var ok bool
@@ -376,7 +448,7 @@ func compileLayer(scope string, a *table.Access) (*layer, error) {
 			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
 		}
 	}
-	l.pats, l.set = pats, glob.Compile(pats)
+	l.pats, l.set = pats, glob.CompileDeferred(pats)
 	return l, nil
 }
 

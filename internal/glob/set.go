@@ -3,6 +3,8 @@ package glob
 import (
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -12,21 +14,37 @@ import (
 // one by one. At the cap the DFA takes about 4*(cells+1)*maxDFAStates bytes.
 const maxDFAStates = 20000
 
+// maxDFALiterals is the most wildcard-free patterns a Set compiles into its
+// DFA; past it they are looked up in a map instead.
+const maxDFALiterals = 64
+
 // Set is an immutable matcher compiled from an ordered list of patterns. It is
 // safe for concurrent use.
 //
-// Wildcard-free patterns are looked up in a map. The other patterns form a
-// DFA over the cells of their rune partition, so matching costs one table
-// step per rune of the name, independent of the number of patterns. If that
-// DFA would exceed maxDFAStates states, the Set instead calls Pattern.Match
-// on each of those patterns in order: still exact and allocation-free, but
-// linear in their number.
+// Wildcard-free patterns are looked up in a map when there are many of
+// them. The other patterns form a DFA over the cells of their rune
+// partition, so matching costs one table step per rune of the name,
+// independent of the number of patterns. Until the DFA is built (see
+// CompileDeferred), and if it would exceed maxDFAStates states, the Set calls
+// Pattern.Match on each of those patterns in order instead: still exact and
+// allocation-free, but linear in their number.
 type Set struct {
 	n int // number of patterns
 
 	literals   map[string]int32 // text of each literal pattern -> its lowest index
 	minLiteral int              // lowest index in literals, or n
 
+	// globs are the patterns the DFA is built from, with their indices; the
+	// fallback matcher tries them in order.
+	globs []*Pattern
+	index []int32
+
+	dfa   atomic.Pointer[dfa]
+	build sync.Once
+}
+
+// dfa is the compiled automaton of a Set's globs.
+type dfa struct {
 	alphabet
 	ascii [utf8.RuneSelf]int32 // cell of each ASCII rune
 	// trans is the DFA, one row of width = cells+1 int32 per state. A
@@ -35,30 +53,40 @@ type Set struct {
 	// is final: the answer is -t-2 whatever follows (-1 for the dead state,
 	// where no pattern can match any extension of what was read). Column
 	// `cells` of a row holds the lowest index of a pattern accepting in that
-	// state, or -1. trans is nil when the DFA cap was hit.
+	// state, or -1.
 	trans []int32
 	cells int
 	start int // row offset of the start state, or a final answer as above
-
-	// When the DFA cap was hit: the would-be DFA's patterns and their indices.
-	fallback      []*Pattern
-	fallbackIndex []int32
 }
 
-// Compile compiles patterns, in order, into a Set. The patterns must not be
-// nil.
-func Compile(patterns []*Pattern) *Set { return compile(patterns, maxDFAStates) }
+// Compile compiles patterns, in order, into a Set, DFA included. The
+// patterns must not be nil.
+func Compile(patterns []*Pattern) *Set {
+	s := CompileDeferred(patterns)
+	s.Build()
+	return s
+}
 
-func compile(patterns []*Pattern, limit int) *Set {
+// CompileDeferred prepares a Set without building its DFA: it matches
+// exactly at once, pattern by pattern, and becomes fast when Build runs.
+// A loader uses it to start serving before every automaton is built.
+func CompileDeferred(patterns []*Pattern) *Set {
 	s := &Set{n: len(patterns), minLiteral: len(patterns)}
-	var globs []*Pattern
-	var index []int32 // index in patterns of each glob
+	// A few literals cost the DFA a few states and spare First a hash of
+	// the name; many would grow the DFA for nothing, so they go to a map.
+	nlit := 0
+	for _, p := range patterns {
+		if _, ok := p.Literal(); ok {
+			nlit++
+		}
+	}
+	mapLiterals := nlit > maxDFALiterals
 	for i, p := range patterns {
 		switch lit, ok := p.Literal(); {
 		case p.empty:
 			// Left out, so that every NFA position can reach acceptance
 			// and a DFA state is dead iff it is empty.
-		case ok && !strings.ContainsRune(lit, utf8.RuneError):
+		case ok && mapLiterals && !strings.ContainsRune(lit, utf8.RuneError):
 			// U+FFFD also matches invalid bytes, which a map lookup
 			// would miss; such literals stay in the DFA.
 			if s.literals == nil {
@@ -69,10 +97,26 @@ func compile(patterns []*Pattern, limit int) *Set {
 			}
 			s.minLiteral = min(s.minLiteral, i)
 		default:
-			globs = append(globs, p)
-			index = append(index, int32(i))
+			s.globs = append(s.globs, p)
+			s.index = append(s.index, int32(i))
 		}
 	}
+	return s
+}
+
+// Build builds the Set's DFA if it has not been built. It is safe to call
+// concurrently with First and with itself.
+func (s *Set) Build() {
+	s.build.Do(func() {
+		if d := buildDFA(s.globs, s.index, maxDFAStates); d != nil {
+			s.dfa.Store(d)
+		}
+	})
+}
+
+// buildDFA builds the DFA of globs, or returns nil past limit states.
+func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
+	s := &dfa{}
 	a := newAutomaton(globs)
 	s.alphabet = a.alphabet
 	s.cells = len(a.adv)
@@ -131,9 +175,7 @@ func compile(patterns []*Pattern, limit int) *Set {
 			s.trans = append(s.trans, int32(lookup(prune(next))*width))
 		}
 		if len(states) > limit {
-			s.alphabet, s.trans = alphabet{}, nil
-			s.fallback, s.fallbackIndex = globs, index
-			return s
+			return nil
 		}
 		acc := int32(-1)
 		for k, q := range a.accept {
@@ -182,7 +224,18 @@ func (s *Set) Len() int { return s.n }
 // First returns the index of the first pattern (lowest index) that matches
 // name, or -1 if none does. It does not allocate.
 func (s *Set) First(name string) int {
-	g := s.firstGlob(name)
+	var g int
+	if d := s.dfa.Load(); d != nil {
+		g = d.first(name)
+	} else {
+		g = -1
+		for i, p := range s.globs {
+			if p.Match(name) {
+				g = int(s.index[i])
+				break
+			}
+		}
+	}
 	if g >= 0 && g < s.minLiteral {
 		return g // no literal can come first: skip hashing name
 	}
@@ -192,16 +245,8 @@ func (s *Set) First(name string) int {
 	return g
 }
 
-// firstGlob is First restricted to the patterns that are not in literals.
-func (s *Set) firstGlob(name string) int {
-	if s.trans == nil {
-		for i, p := range s.fallback {
-			if p.Match(name) {
-				return int(s.fallbackIndex[i])
-			}
-		}
-		return -1
-	}
+// first runs the DFA over name.
+func (s *dfa) first(name string) int {
 	trans := s.trans
 	row := s.start
 	for i := 0; i < len(name) && row >= 0; {

@@ -3,6 +3,7 @@ package glob
 import (
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -120,9 +121,12 @@ func TestSetFirstRandom(t *testing.T) {
 			srcs = append(srcs, randGlob(rng, tokens, maxTokens))
 		}
 		pats := parseAll(t, srcs...)
-		dfa, slow := Compile(pats), compile(pats, 0)
-		if slow.trans != nil {
-			t.Fatal("compile with limit 0 built a DFA")
+		dfa, slow := Compile(pats), CompileDeferred(pats)
+		if dfa.dfa.Load() == nil && len(dfa.globs) > 0 && len(srcs) < 4 {
+			t.Fatalf("patterns %q: no DFA", srcs)
+		}
+		if slow.dfa.Load() != nil {
+			t.Fatal("CompileDeferred built a DFA")
 		}
 		for range 50 {
 			name := randName(rng, pieces, 10)
@@ -142,8 +146,8 @@ func TestSetDFACap(t *testing.T) {
 	blowup := "*a" + strings.Repeat("?", 20)
 	pats := parseAll(t, "get_*", blowup)
 	s := Compile(pats)
-	if s.trans != nil {
-		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, len(s.trans)/(s.cells+1))
+	if d := s.dfa.Load(); d != nil {
+		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, len(d.trans)/(d.cells+1))
 	}
 	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {
 		if got, want := s.First(name), firstRef(pats, name); got != want {
@@ -153,6 +157,37 @@ func TestSetDFACap(t *testing.T) {
 	name := "xa" + strings.Repeat("b", 20)
 	if n := testing.AllocsPerRun(100, func() { s.First(name) }); n != 0 {
 		t.Errorf("fallback First allocates %v times", n)
+	}
+}
+
+// TestSetBuildConcurrent matches from several goroutines while the DFA is
+// being built: every answer is exact before, during and after (run with
+// -race).
+func TestSetBuildConcurrent(t *testing.T) {
+	pats := benchPatterns(t)
+	names := []string{"get_issue", "list_issues", "zzz", "a_x", "delete_repo", ""}
+	s := CompileDeferred(pats)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if g == 0 {
+				s.Build()
+			}
+			for range 200 {
+				for _, n := range names {
+					if got, want := s.First(n), firstRef(pats, n); got != want {
+						t.Errorf("First(%q) = %d; want %d", n, got, want)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if s.dfa.Load() == nil {
+		t.Fatal("Build built no DFA")
 	}
 }
 

@@ -242,15 +242,20 @@ func Decode(b []byte) (*Table, error) {
 	if !bytes.Equal(re, b) {
 		return nil, ErrNotCanonical
 	}
+	// The digest covers the canonical table with the digest blanked. The
+	// bytes are canonical, so the top-level digest is the one place the
+	// text `\n  "digest": "` occurs (strings escape their quotes).
 	recorded := t.Digest
-	t.Digest = ""
-	body, err := marshal(&t)
-	if err != nil {
-		return nil, err
+	field := []byte("\n  \"digest\": \"" + recorded + "\"")
+	i := bytes.Index(b, field)
+	if i < 0 {
+		return nil, ErrNotCanonical
 	}
-	t.Digest = recorded
-	sum := sha256.Sum256(body)
-	if computed := "sha256:" + hex.EncodeToString(sum[:]); computed != recorded {
+	h := sha256.New()
+	h.Write(b[:i])
+	h.Write([]byte("\n  \"digest\": \"\""))
+	h.Write(b[i+len(field):])
+	if computed := "sha256:" + hex.EncodeToString(h.Sum(nil)); computed != recorded {
 		return nil, &DigestError{Recorded: recorded, Computed: computed}
 	}
 	if err := t.Check(); err != nil {

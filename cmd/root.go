@@ -50,7 +50,16 @@ Exit codes:
   1  the policy has problems (compile errors, lint findings at the fail level)
   2  usage error (bad flags or arguments)
   3  the tool failed (I/O, unreadable table); says nothing about the policy
-  4  policyc diff: some decisions change`,
+  4  policyc diff: some decisions change
+  10 verify: a bare, unsigned table
+  11 verify: the payload or a signature was altered, or the envelope is malformed
+  12 verify: signed, but by no trusted key
+  13 verify: not a policyc table envelope (wrong payloadType)
+  14 verify: a table format this build does not read
+  15 verify: the table has expired
+  16 verify: rollback (older than the last table accepted)
+
+Documentation: docs/ in the source repository (policy.md, signing.md, ...).`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},

@@ -695,12 +695,8 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		return rr
 	}
 	if first := seen[r.entry.Pattern]; first != nil {
-		where := ""
-		if first.list != r.list {
-			where = " (in " + first.list.Key + ")"
-		}
-		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %q is already listed at %s%s, %s: this entry never decides any name",
-			r.path, r.entry.Pattern, first.path, where, first.entry.Pos), "remove the duplicate")
+		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %q is already listed at %s (%s): this entry never decides any name",
+			r.path, r.entry.Pattern, first.path, first.entry.Pos), "remove the duplicate")
 		return rr
 	}
 	if len(servers) == 0 || len(classes) == 0 {

@@ -100,7 +100,7 @@ func TestPartlyShadowed(t *testing.T) {
 func TestDuplicateAndEmpty(t *testing.T) {
 	src := "mcp_servers: s: access: tool: {\n\tdeny_list: [\"x\"]\n\tallow_list: [\"y\", \"x\", \"y\"]\n}\n"
 	ds := reachDiags(t, src, CodeDuplicatePattern)
-	if len(ds) != 2 || !strings.Contains(ds[0].Message, "(in deny_list)") {
+	if len(ds) != 2 || !strings.Contains(ds[0].Message, "already listed at mcp_servers.s.access.tool.deny_list[0] (p.cue:4:14)") {
 		t.Fatalf("want two duplicates, the first naming deny_list: %v", ds)
 	}
 	src = "mcp_servers: s: access: tool: deny_list: [\"[!\\u0000-\\U0010FFFF]x\"]\n"

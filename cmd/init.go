@@ -1,0 +1,202 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/atomicfile"
+)
+
+func init() { register(newInitCmd) }
+
+// starterFile is one file policyc init writes.
+type starterFile struct {
+	path string // slash-separated, relative to DIR
+	data string
+}
+
+func starterFiles() []starterFile {
+	return []starterFile{
+		{"policy.cue", starterPolicy},
+		{compiler.ConfigFileName, starterLintConfig},
+		{".pre-commit-config.yaml", fmt.Sprintf(starterPreCommit, compiler.Version)},
+		{".github/workflows/policyc.yml", fmt.Sprintf(starterWorkflow, compiler.Version)},
+	}
+}
+
+func newInitCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init [DIR]",
+		Short: "Start a policy repository: an example policy, the lint config, a pre-commit hook and CI",
+		Long: `Write a starter policy repository into DIR (default: the current directory,
+created if missing):
+
+  policy.cue                      a commented example policy
+  policyc.cue                     the lint configuration
+  .pre-commit-config.yaml         runs 'policyc lint --staged' before every commit
+  .github/workflows/policyc.yml   lints pull requests (annotations and SARIF)
+                                  and compiles the policy
+
+The example compiles and lints clean. init never overwrites a file: if any of
+them exists, it writes nothing and exits 3.
+
+Examples:
+  policyc init
+  policyc init mcp-policy && cd mcp-policy && git init && pre-commit install`,
+		Args: argsRange(0, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			files := starterFiles()
+			var existing []string
+			for _, f := range files {
+				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.path))); err == nil {
+					existing = append(existing, f.path)
+				} else if !os.IsNotExist(err) {
+					return failuref("%v", err)
+				}
+			}
+			if len(existing) > 0 {
+				return failuref("refusing to overwrite %s in %s; move %s away or run policyc init in another directory",
+					strings.Join(existing, ", "), dir, map[bool]string{true: "it", false: "them"}[len(existing) == 1])
+			}
+			out := c.OutOrStdout()
+			for _, f := range files {
+				p := filepath.Join(dir, filepath.FromSlash(f.path))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					return failuref("%v", err)
+				}
+				if err := atomicfile.Write(p, []byte(f.data), 0o644); err != nil {
+					return withCode(ExitFailure, err)
+				}
+				fmt.Fprintf(out, "wrote %s\n", filepath.ToSlash(p))
+			}
+			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s', and 'pre-commit install' to lint every commit.\n", filepath.ToSlash(dir))
+			return nil
+		},
+	}
+}
+
+const starterPolicy = `package policy
+
+// The access policy of this MCP gateway: which tools an agent may call,
+// which need a human's approval, which prompts and resources it may see.
+// 'policyc lint' checks it before every commit; CI compiles it into a
+// decision table that the gateway enforces.
+//
+// A decision is keyed by (principal, server, kind, name), kind being tool,
+// prompt or resource (a resource's name is its URI). For each server and
+// kind, deny_list comes first, then approval_list (tools only), then
+// allow_list; the first pattern that matches decides, else the default.
+// Patterns are globs matched against the whole name: * any run of
+// characters, ? one character, [a-z] one of a class.
+
+// Whatever no rule allows is denied.
+defaults: {
+	tool:     "deny"
+	prompt:   "deny"
+	resource: "deny"
+}
+
+// Where approval requests go. The gateway's own approvals page is read by
+// a human; a webhook must say reaches_human: true to count as one.
+approval_channels: page: approvals_page: {}
+
+global: access: tool: {
+	approval_channel: "page"
+	// Many MCP hosts stop waiting for a tool result after 60 s: hold a call
+	// for a human no longer than that.
+	approval_timeout_seconds: 55
+}
+
+// One entry per upstream MCP server, by the name the gateway gives it.
+mcp_servers: github: access: {
+	tool: {
+		// Read-only tools run without asking.
+		allow_list: ["get_*", "list_*", "search_*"]
+		// These change things: a human approves each call.
+		approval_list: ["create_pull_request", "merge_pull_request"]
+		// Never through this gateway.
+		deny_list: ["delete_repository"]
+	}
+	resource: allow_list: ["repo://*"]
+}
+
+// Groups and principals can only take access away, never add it.
+groups: contractors: {
+	members: ["contractor@example.com"]
+	mcp_servers: github: access: tool: deny_list: ["merge_pull_request"]
+}
+`
+
+const starterLintConfig = `package policyc
+
+// How 'policyc lint' judges this policy. Every key is checked like the
+// policy's own; 'policyc lint --list-rules' lists the rule ids.
+
+// Stop the commit and the pull request on warnings too.
+fail_level: "warning"
+
+rules: {
+	// The longest approval hold the hosts your agents use will wait for.
+	// Raise it only if all of them wait longer (for example Claude Code with
+	// MCP_TOOL_TIMEOUT set).
+	"approval-timeout-too-long": max_seconds: 60
+
+	// Report global denies that repeat what every server already denies?
+	// Turn this off if you keep them on purpose, as a guard.
+	"redundant-deny": level: "info"
+}
+`
+
+const starterPreCommit = `# pre-commit (https://pre-commit.com): lint the policy as it is staged, before
+# every commit. Set up once with: pre-commit install
+repos:
+  - repo: https://github.com/policyc/policyc
+    rev: v%s
+    hooks:
+      - id: policyc-lint
+        # args: [path/to/policy]   # when the policy is not at the repository root
+`
+
+const starterWorkflow = `# Lint every pull request (annotations on the diff, SARIF in code scanning)
+# and compile the policy into its decision table.
+name: policyc
+
+on:
+  pull_request:
+  push:
+    branches: [main]
+
+permissions:
+  contents: read
+  security-events: write
+
+jobs:
+  policy:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-go@v5
+        with:
+          go-version: stable
+      - run: go install github.com/policyc/policyc/cmd/policyc@v%s
+      - name: Lint for code scanning
+        run: policyc lint --format sarif . > policyc.sarif
+        continue-on-error: true
+      - uses: github/codeql-action/upload-sarif@v3
+        with:
+          sarif_file: policyc.sarif
+          category: policyc
+      - name: Lint
+        run: policyc lint --format github .
+      - name: Compile
+        run: policyc compile . -o table.json
+`

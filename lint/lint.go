@@ -1,0 +1,160 @@
+// Package lint reports what the compiler finds in a policy (every
+// diagnostic and the reachability analysis) as findings, at the levels the
+// lint configuration sets, with the silences it allows, in the formats its
+// readers need: text for people, JSON, SARIF 2.1.0 for code scanning and
+// GitHub workflow annotations.
+//
+// It never decides anything the compiler does not: a rule's findings come
+// from package compiler, so compile and lint always agree. It never lets a
+// configuration or a comment hide a finding that stops compilation, so a
+// policy that does not compile never lints clean.
+package lint
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/policyc/policyc/compiler"
+)
+
+// HelpBase is where the rule pages live in the repository; every finding
+// links to HelpBase + "<id>.md".
+const HelpBase = "docs/rules/"
+
+// HelpURL is the absolute address of the rule pages, for SARIF's helpUri.
+const HelpURL = "https://github.com/policyc/policyc/blob/main/docs/rules/"
+
+// Help returns the docs page of a rule, relative to the repository root.
+func Help(id string) string { return HelpBase + id + ".md" }
+
+// Finding is a diagnostic as the linter reports it: at its configured
+// level, with its rule's category and docs page.
+type Finding struct {
+	compiler.Diagnostic
+	Category compiler.Category `json:"category"`
+	Help     string            `json:"help"`
+}
+
+// Report is the outcome of a lint run.
+type Report struct {
+	// Findings are sorted by position.
+	Findings []Finding
+	// Suppressed counts findings silenced by the configuration (level off,
+	// ignored files) or by ignore comments.
+	Suppressed int
+	// Files is the number of policy files linted.
+	Files int
+}
+
+// Count returns the number of findings at severity s.
+func (r *Report) Count(s compiler.Severity) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Fails reports whether any finding is at level or above.
+func (r *Report) Fails(level compiler.Severity) bool {
+	for _, f := range r.Findings {
+		if f.Severity >= level {
+			return true
+		}
+	}
+	return false
+}
+
+// Lint compiles files (policy sources, names relative to the policy root)
+// and returns the findings cfg asks for. A nil cfg is the default.
+func Lint(files []compiler.File, cfg *Config) *Report {
+	if cfg == nil {
+		cfg = DefaultConfig()
+	}
+	res := compiler.Compile(compiler.Input{Files: files})
+	diags := res.Diagnostics
+	if res.Policy != nil && cfg.MaxApprovalTimeout != compiler.DefaultMaxApprovalTimeout {
+		kept := diags[:0:0]
+		for _, d := range diags {
+			if d.Code != compiler.CodeApprovalTimeout {
+				kept = append(kept, d)
+			}
+		}
+		diags = append(kept, compiler.ApprovalTimeoutDiagnostics(res.Policy, cfg.MaxApprovalTimeout)...)
+	}
+
+	var ignores []*ignore
+	for _, f := range files {
+		ig, bad := parseIgnores(f)
+		ignores = append(ignores, ig...)
+		diags = append(diags, bad...)
+	}
+	rep := &Report{Files: len(files)}
+	for _, d := range diags {
+		if !Fixed(d.Code) && d.Code != compiler.CodeInvalidIgnore {
+			if silenced(d, ignores) {
+				rep.Suppressed++
+				continue
+			}
+		}
+		rep.add(d, cfg)
+	}
+	for _, ig := range ignores {
+		if ig.used {
+			continue
+		}
+		rep.add(compiler.Diagnostic{Pos: ig.pos, Code: compiler.CodeUnusedIgnore, Severity: compiler.Warning,
+			Message:    fmt.Sprintf("policyc:ignore %s silences nothing: no %s finding on line %d", ig.id, ig.id, ig.line),
+			Suggestion: "remove the comment, or move it to the line of the finding or the line above it"}, cfg)
+	}
+	sortFindings(rep.Findings)
+	return rep
+}
+
+// silenced marks and reports the ignore comment that silences d, if any.
+func silenced(d compiler.Diagnostic, ignores []*ignore) bool {
+	for _, ig := range ignores {
+		if ig.id == d.Code && ig.pos.File == d.Pos.File && ig.line == d.Pos.Line {
+			ig.used = true
+			return true
+		}
+	}
+	return false
+}
+
+// add applies the configuration to d and keeps it when it is not off.
+func (r *Report) add(d compiler.Diagnostic, cfg *Config) {
+	info, known := compiler.LookupCode(d.Code)
+	if known && !Fixed(d.Code) {
+		level := cfg.Level(d.Code)
+		if level == Off || cfg.ignoresFile(d.Code, d.Pos.File) {
+			r.Suppressed++
+			return
+		}
+		d.Severity = compiler.Severity(level)
+	}
+	r.Findings = append(r.Findings, Finding{Diagnostic: d, Category: info.Category, Help: Help(d.Code)})
+}
+
+// sortFindings orders findings as compiler.SortDiagnostics orders
+// diagnostics.
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		x, y := fs[i].Diagnostic, fs[j].Diagnostic
+		if x.Pos.File != y.Pos.File {
+			return x.Pos.File < y.Pos.File
+		}
+		if x.Pos.Line != y.Pos.Line {
+			return x.Pos.Line < y.Pos.Line
+		}
+		if x.Pos.Column != y.Pos.Column {
+			return x.Pos.Column < y.Pos.Column
+		}
+		if x.Code != y.Code {
+			return x.Code < y.Code
+		}
+		return x.Message < y.Message
+	})
+}

@@ -1,0 +1,123 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/policyc/policyc/compiler"
+)
+
+// sarifSchema compiles the OASIS SARIF 2.1.0 JSON schema (errata 01,
+// testdata/sarif-schema-2.1.0.json, vendored unchanged), with formats
+// such as uri asserted.
+func sarifSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
+}
+
+func readDir(dir string) []compiler.File {
+	files, err := compiler.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	return files
+}
+
+func TestSARIFValidAgainstSchema(t *testing.T) {
+	sch := sarifSchema(t)
+	abs, err := filepath.Abs(filepath.Join("..", "examples", "team"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		files []compiler.File
+		root  string
+	}{
+		{"examples/team", readDir(filepath.Join("..", "examples", "team")), "examples/team"},
+		{"absolute root", readDir(abs), abs},
+		{"no files", nil, "empty dir"},
+		{"every level", policy(`mcp_servers: s: access: tool: {
+	deny_list: ["get_*", "bad_["]
+	allow_list: ["get_issue", "x", "x"]
+}
+global: access: tool: deny_list: ["delete_*"]
+`), "."},
+		{"clean", policy("mcp_servers: s: access: tool: allow_list: [\"get_*\"]\n"), "."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Lint(tc.files, nil)
+			var b bytes.Buffer
+			if err := WriteSARIF(&b, rep, Output{Root: tc.root}); err != nil {
+				t.Fatal(err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sch.Validate(inst); err != nil {
+				t.Fatalf("SARIF output is not valid SARIF 2.1.0: %v\n%s", err, b.String())
+			}
+			// Every result points at a rule of the run, with its page.
+			var log sarifLog
+			if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+				t.Fatal(err)
+			}
+			rules := log.Runs[0].Tool.Driver.Rules
+			if len(rules) != len(compiler.Codes) {
+				t.Fatalf("%d rules in the run, %d in the catalogue", len(rules), len(compiler.Codes))
+			}
+			if len(log.Runs[0].Results) != len(rep.Findings) {
+				t.Fatalf("%d results for %d findings", len(log.Runs[0].Results), len(rep.Findings))
+			}
+			for _, r := range log.Runs[0].Results {
+				if rules[r.RuleIndex].ID != r.RuleID || rules[r.RuleIndex].HelpURI != HelpURL+r.RuleID+".md" {
+					t.Errorf("result %s points at rule %d (%s)", r.RuleID, r.RuleIndex, rules[r.RuleIndex].ID)
+				}
+			}
+		})
+	}
+}
+
+// TestSARIFSchemaRejects makes sure the validation can fail: a log without
+// its version or with an unknown level is refused.
+func TestSARIFSchemaRejects(t *testing.T) {
+	sch := sarifSchema(t)
+	for _, bad := range []string{
+		`{"runs": []}`,
+		`{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "policyc"}}, "results": [{"level": "fatal", "message": {"text": "x"}}]}]}`,
+		`{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "policyc", "rules": [{"id": "a", "helpUri": "not a uri"}]}}}]}`,
+	} {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(bad)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sch.Validate(inst) == nil {
+			t.Errorf("schema accepted %s", bad)
+		}
+	}
+}

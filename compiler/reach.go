@@ -1070,6 +1070,9 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 		if holder == nil || holder.Approval == nil || len(holder.Approval.Entries) == 0 {
 			return
 		}
+		if sc != nil && strings.HasPrefix(sc.Name, "group:") && len(sc.Members) == 0 {
+			return // it holds no one's calls (empty-group says so)
+		}
 		for _, s := range targets {
 			srv, ok := p.Servers[s]
 			if !ok {

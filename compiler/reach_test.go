@@ -233,6 +233,16 @@ mcp_servers: s: access: tool: approval_list: ["merge_*"]
 	if ds := ApprovalTimeoutDiagnostics(res.Policy, 599); len(ds) != 1 {
 		t.Errorf("600 s exceeds a 599 s limit: %v", ds)
 	}
+	// A group with no members holds no one's calls.
+	nobody := reachChannels + `mcp_servers: s: access: tool: allow_list: ["*"]
+groups: nobody: {
+	members: []
+	global: access: tool: approval_list: ["merge_*"]
+}
+`
+	if ds := reachDiags(t, nobody, CodeApprovalTimeout); len(ds) != 0 {
+		t.Errorf("unexpected %v", ds)
+	}
 	// No approvals, no finding, whatever the timeout.
 	none := `mcp_servers: s: access: tool: approval_timeout_seconds: 900
 `

@@ -691,7 +691,7 @@ func (a *analyzer) analyzeBlock(b *rblock) {
 func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, servers []string, classes []*class, rr RuleReach) RuleReach {
 	if r.pat().Empty() {
 		a.add(r, CodeEmptyPattern, fmt.Sprintf("%s: %q can match no name: a character class in it admits no character", r.path, r.entry.Pattern),
-			"fix the class (for example [a-z] rather than [z-a] or [!\\x00-…]) or remove the entry")
+			"fix the class so that it admits the characters you mean, or remove the entry")
 		return rr
 	}
 	if first := seen[r.entry.Pattern]; first != nil {

@@ -1,6 +1,8 @@
 package glob
 
 import (
+	"encoding/binary"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -47,16 +49,17 @@ type Set struct {
 type dfa struct {
 	alphabet
 	ascii [utf8.RuneSelf]int32 // cell of each ASCII rune
-	// trans is the DFA, one row of width = cells+1 int32 per state. A
-	// transition is a row offset (state*width) rather than a state number,
-	// which spares First a multiplication per rune; a negative transition
-	// is final: the answer is -t-2 whatever follows (-1 for the dead state,
-	// where no pattern can match any extension of what was read). Column
-	// `cells` of a row holds the lowest index of a pattern accepting in that
-	// state, or -1.
-	trans []int32
-	cells int
-	start int // row offset of the start state, or a final answer as above
+	// The DFA has one row of width = cells+1 values per state: a
+	// transition per cell, then the lowest index of a pattern accepting in
+	// that state, or -1. A transition is a state number, or when negative
+	// final: the answer is -t-2 whatever follows (-1 for the dead state,
+	// where no pattern can match any extension of what was read). Exactly
+	// one of trans16 and trans32 is set: the table is 16-bit when every
+	// value fits, which halves it and keeps more of it in cache.
+	trans16 []int16
+	trans32 []int32
+	cells   int
+	start   int // row offset of the start state, or a final answer as above
 }
 
 // Compile compiles patterns, in order, into a Set, DFA included. The
@@ -123,7 +126,6 @@ func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
 	for b := range s.ascii {
 		s.ascii[b] = int32(s.cell(rune(b)))
 	}
-	width := s.cells + 1
 
 	// Subset construction, breadth-first. State 0 is the empty set.
 	ids := map[string]int{}
@@ -165,26 +167,29 @@ func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
 		return st
 	}
 	lookup(make([]uint64, a.words))
-	s.start = lookup(prune(a.initial())) * width
+	start := lookup(prune(a.initial()))
 
+	// succ[id*cells+c] is the state reached from id on cell c; acc[id] the
+	// lowest index of a glob accepting in id, or -1.
+	var succ, acc []int32
 	next := make([]uint64, a.words)
 	for id := 0; id < len(states); id++ {
 		st := states[id]
 		for c := range s.cells {
 			a.step(next, st, c)
-			s.trans = append(s.trans, int32(lookup(prune(next))*width))
+			succ = append(succ, int32(lookup(prune(next))))
 		}
 		if len(states) > limit {
 			return nil
 		}
-		acc := int32(-1)
+		ac := int32(-1)
 		for k, q := range a.accept {
 			if hasBit(st, q) {
-				acc = index[k] // globs are in order: the first is the lowest
+				ac = index[k] // globs are in order: the first is the lowest
 				break
 			}
 		}
-		s.trans = append(s.trans, acc)
+		acc = append(acc, ac)
 	}
 	// A state is final when its answer can no longer change: it is dead, or
 	// a glob's trailing star holds and no earlier glob is still alive.
@@ -205,17 +210,96 @@ func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
 			}
 		}
 	}
-	for i, t := range s.trans {
-		if i%width != s.cells {
-			if f := final[int(t)/width]; f != 0 {
-				s.trans[i] = f
+	s.encode(succ, acc, final, minimize(succ, acc, final, s.cells), int32(start))
+	return s
+}
+
+// minimize merges equivalent states (Moore's algorithm): states with the
+// same answer now and, on every cell, successors in the same class. Final
+// states are equivalent when their answers are. It returns the class of
+// each state.
+func minimize(succ, acc, final []int32, cells int) []int32 {
+	n := len(acc)
+	class := make([]int32, n)
+	intern := map[string]int32{}
+	var key []byte
+	assign := func() int32 {
+		k, ok := intern[string(key)]
+		if !ok {
+			k = int32(len(intern))
+			intern[string(key)] = k
+		}
+		return k
+	}
+	for id := range n {
+		key = binary.LittleEndian.AppendUint32(key[:0], uint32(final[id]))
+		if final[id] == 0 {
+			key = binary.LittleEndian.AppendUint32(key, uint32(acc[id]))
+		}
+		class[id] = assign()
+	}
+	classes := len(intern)
+	next := make([]int32, n)
+	for {
+		clear(intern)
+		for id := range n {
+			key = binary.LittleEndian.AppendUint32(key[:0], uint32(class[id]))
+			if final[id] == 0 {
+				for _, t := range succ[id*cells : (id+1)*cells] {
+					key = binary.LittleEndian.AppendUint32(key, uint32(class[t]))
+				}
 			}
+			next[id] = assign()
+		}
+		class, next = next, class
+		if len(intern) == classes {
+			return class
+		}
+		classes = len(intern)
+	}
+}
+
+// encode lays out the transition table of the minimized DFA: one row per
+// class of non-final states, transitions into final states replaced by
+// their answers. Rows are 16-bit when every value fits, which halves the
+// table and keeps more of it in cache.
+func (s *dfa) encode(succ, acc, final, class []int32, start int32) {
+	cells, width := s.cells, s.cells+1
+	row := map[int32]int32{} // class -> row number
+	var reps []int           // a state of each class, in row order
+	for id, k := range class {
+		if final[id] != 0 {
+			continue
+		}
+		if _, ok := row[k]; !ok {
+			row[k] = int32(len(reps))
+			reps = append(reps, id)
 		}
 	}
-	if f := final[s.start/width]; f != 0 {
-		s.start = int(f)
+	target := func(t int32) int32 {
+		if f := final[t]; f != 0 {
+			return f
+		}
+		return row[class[t]]
 	}
-	return s
+	trans := make([]int32, 0, len(reps)*width)
+	for _, id := range reps {
+		for _, t := range succ[id*cells : (id+1)*cells] {
+			trans = append(trans, target(t))
+		}
+		trans = append(trans, acc[id])
+	}
+	s.start = int(target(start))
+	for _, v := range trans {
+		if v < math.MinInt16 || v > math.MaxInt16 {
+			s.trans32 = trans
+			return
+		}
+	}
+	s.trans16 = make([]int16, len(trans))
+	for i, v := range trans {
+		s.trans16[i] = int16(v)
+	}
 }
 
 // Len returns the number of patterns the Set was compiled from.
@@ -247,7 +331,14 @@ func (s *Set) First(name string) int {
 
 // first runs the DFA over name.
 func (s *dfa) first(name string) int {
-	trans := s.trans
+	if s.trans16 != nil {
+		return walk(s, s.trans16, name)
+	}
+	return walk(s, s.trans32, name)
+}
+
+func walk[T int16 | int32](s *dfa, trans []T, name string) int {
+	width := s.cells + 1
 	row := s.start
 	for i := 0; i < len(name) && row >= 0; {
 		var c int
@@ -259,10 +350,10 @@ func (s *dfa) first(name string) int {
 			c = s.cell(r)
 			i += size
 		}
-		row = int(trans[row+c])
+		row = int(trans[row*width+c])
 	}
 	if row < 0 {
 		return -row - 2
 	}
-	return int(trans[row+s.cells])
+	return int(trans[row*width+s.cells])
 }

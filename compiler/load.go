@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -161,7 +162,7 @@ func (c *compilation) cueErrors(err error, code string) {
 		if len(path) > 0 && strings.HasPrefix(path[0], "#") {
 			path = path[1:]
 		}
-		dotted := strings.Join(path, ".")
+		dotted := joinPath(path)
 		pos := Position{}
 		for _, p := range cueerrors.Positions(e) {
 			if !strings.HasPrefix(p.Filename(), "schema/") {
@@ -199,7 +200,7 @@ func (c *compilation) cueErrors(err error, code string) {
 		case dotted != "":
 			d.Message = dotted + ": " + msg
 			if strings.Contains(msg, `out of bound =~"^[A-Za-z0-9]`) {
-				d.Suggestion = "a name starts with a letter or digit and continues with letters, digits, '.', '_' or '-' (principal names may also use '@', '+', ':' and '/')"
+				d.Suggestion = nameRule
 			}
 		default:
 			d.Message = msg
@@ -242,6 +243,28 @@ func (c *compilation) cueErrors(err error, code string) {
 }
 
 var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
+
+// joinPath renders a CUE error path as the policy's key path, with list
+// indexes in brackets: mcp_servers.fs.access.tool.allow_list[3].
+func joinPath(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		if u, err := strconv.Unquote(p); err == nil {
+			p = u // CUE quotes labels that are not identifiers
+		}
+		if p != "" && strings.Trim(p, "0123456789") == "" {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+const nameRule = "a name starts with a letter or digit and continues with letters, digits, '.', '_' or '-' (principal names may also use '@', '+', ':' and '/')"
 
 // reportedKey reports whether the key check already reported dotted or a
 // key above it.
@@ -378,6 +401,14 @@ func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Po
 	name := keyPath[len(keyPath)-1]
 	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
 	known := c.knownKeys(schema)
+	if len(known) == 0 && schema.IncompleteKind()&cue.StructKind != 0 {
+		// A map keyed by name (servers, channels, groups, principals): the
+		// key is not unknown, it is not a valid name.
+		d.Code = CodeType
+		d.Message = fmt.Sprintf("%s: %q is not a valid name", dotted, name)
+		d.Suggestion = nameRule
+		return d
+	}
 	d.Message = fmt.Sprintf("%s: unknown key %q", dotted, name)
 	if s := suggest(name, known); s != "" {
 		d.Suggestion = fmt.Sprintf("did you mean %q?", s)

@@ -1,26 +1,31 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/gitsrc"
 	"github.com/policyc/policyc/runtime/table"
 )
 
 func init() { register(newCompileCmd) }
 
 func newCompileCmd() *cobra.Command {
-	var out string
+	var out, rev, repoDir string
+	var requireClean bool
 	c := &cobra.Command{
-		Use:   "compile [DIR]",
+		Use:   "compile [PATH]",
 		Short: "Check a policy and freeze it into a decision table",
-		Long: `Compile the CUE policy in DIR (default: the current directory) into a frozen
+		Long: `Compile the CUE policy in PATH (default: the current directory) into a frozen
 decision table: canonical JSON, byte-identical for the same sources and
 compiler version.
 
@@ -28,18 +33,55 @@ Every problem is reported, each with file:line:col, a severity and a code
 (docs/rules/<code>.md). On any error nothing is written and the exit code is 1.
 Output files are written atomically: a reader never sees a partial table.
 
+With --rev REV the policy is read from the git object store at REV (a branch,
+a tag, a commit hash, HEAD, HEAD~2, ...), never from the work tree, so an
+uncommitted edit cannot leak into a build. The table records where it came
+from: the origin URL (without credentials), the commit, the tree hash of the
+policy path, the policy path inside the repository and the commit time; its
+serial is the commit's depth on the first-parent line (docs/git.md). The same
+commit gives the same bytes in every clone.
+
+Without --rev the work tree is compiled. Inside a repository the table is
+compared with HEAD: when the policy files equal HEAD's it is exactly the table
+--rev HEAD gives; otherwise it is marked "dirty", names HEAD as the commit it
+started from and has serial 0. --require-clean refuses a dirty work tree.
+
+The repository is found by searching upward from PATH. With --repo DIR it is
+the repository at DIR, and PATH is relative to the repository root.
+
+Exit codes: 0 written; 1 the policy has problems; 2 not a repository, unknown
+revision, no such policy path at the revision, or a dirty tree with
+--require-clean; 3 the tool failed (including history missing from a shallow
+clone, which the serial needs).
+
 Examples:
   policyc compile examples/team -o table.json
-  policyc compile -o - | jq .digest`,
+  policyc compile -o - | jq .digest
+  policyc compile --rev HEAD policy -o table.json
+  policyc compile --rev v1.4.0 --repo ../policies team -o table.json
+  policyc compile --require-clean policy -o table.json`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir := "."
+			arg := "."
 			if len(args) == 1 {
-				dir = args[0]
+				arg = args[0]
 			}
-			res, err := compileDir(dir, c.ErrOrStderr())
+			var src *policySource
+			var err error
+			if rev != "" {
+				src, err = revisionSource(repoDir, arg, rev)
+			} else {
+				src, err = workTreeSource(repoDir, arg, requireClean)
+			}
 			if err != nil {
 				return err
+			}
+			res, err := src.compile(c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if src.Source.Dirty {
+				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: the policy differs from HEAD (%s); the table is marked dirty and has serial 0\n", strings.Join(src.changed, ", "))
 			}
 			b, err := table.Encode(res.Table)
 			if err != nil {
@@ -48,12 +90,163 @@ Examples:
 			return writeOutput(c.OutOrStdout(), out, b, 0o644)
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "-", "write the table to `FILE` (- for standard output)")
+	f := c.Flags()
+	f.StringVarP(&out, "output", "o", "-", "write the table to `FILE` (- for standard output)")
+	f.StringVar(&rev, "rev", "", "compile the policy as committed at `REV`, read from the git object store")
+	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
+	f.BoolVar(&requireClean, "require-clean", false, "refuse to compile a work tree whose policy differs from HEAD")
 	return c
 }
 
+// policySource is a policy to compile and what its table records.
+type policySource struct {
+	Files  []compiler.File
+	Source table.Source
+	Serial uint64
+	// root is what diagnostic positions are joined to: the directory as
+	// the user named it, or REV:path for a revision.
+	root string
+	// revision is set when the files came from the object store.
+	revision bool
+	// changed lists the files that make a work tree dirty.
+	changed []string
+}
+
+// compile compiles the source and prints its diagnostics.
+func (s *policySource) compile(stderr io.Writer) (*compiler.Result, error) {
+	res := compiler.Compile(compiler.Input{Files: s.Files, Source: s.Source, Serial: s.Serial})
+	ds := res.Diagnostics
+	root := s.root
+	if s.revision {
+		// REV:path/file.cue:3:5, the way git names a file of a revision:
+		// the positions are in the commit, not in the work tree.
+		ds = make([]compiler.Diagnostic, len(res.Diagnostics))
+		copy(ds, res.Diagnostics)
+		for i := range ds {
+			if ds[i].Pos.File != "" {
+				ds[i].Pos.File = s.root + path.Join(s.Source.PolicyPath, ds[i].Pos.File)
+			}
+		}
+		root = ""
+	}
+	if err := printDiagnostics(stderr, root, ds); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// openRepo finds the repository and the repository-relative policy path
+// for PATH: with --repo, PATH is relative to that repository's root;
+// otherwise the repository is found upward from PATH.
+func openRepo(repoDir, arg string) (*gitsrc.Repo, string, error) {
+	if repoDir != "" {
+		repo, err := gitsrc.Open(repoDir)
+		if err != nil {
+			return nil, "", gitError(err)
+		}
+		rel, err := gitsrc.CleanPath(arg)
+		if err != nil {
+			repo.Close()
+			return nil, "", usageErrorf("%v", err)
+		}
+		return repo, rel, nil
+	}
+	repo, err := gitsrc.Open(arg)
+	if err != nil {
+		return nil, "", gitError(err)
+	}
+	rel, err := repo.RelPath(arg)
+	if err != nil {
+		repo.Close()
+		return nil, "", usageErrorf("%v", err)
+	}
+	return repo, rel, nil
+}
+
+// revisionSource reads the policy at rev from the object store.
+func revisionSource(repoDir, arg, rev string) (*policySource, error) {
+	repo, rel, err := openRepo(repoDir, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	snap, err := repo.Read(rev, rel)
+	if err != nil {
+		return nil, gitError(err)
+	}
+	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: rev + ":", revision: true}, nil
+}
+
+// workTreeSource reads the policy from disk, with provenance when it is in
+// a repository.
+func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, error) {
+	dir := arg
+	var repo *gitsrc.Repo
+	var err error
+	if repoDir != "" {
+		var rel string
+		if repo, rel, err = openRepo(repoDir, arg); err != nil {
+			return nil, err
+		}
+		if repo.Root() == "" {
+			repo.Close()
+			return nil, usageErrorf("%s is a bare repository: it has no work tree to compile; compile a revision with --rev", repoDir)
+		}
+		dir = filepath.Join(repo.Root(), filepath.FromSlash(rel))
+	} else {
+		repo, err = gitsrc.Open(arg)
+		var ne *gitsrc.NotRepositoryError
+		if errors.As(err, &ne) {
+			if requireClean {
+				return nil, usageErrorf("--require-clean: %s is not in a git repository, so there is no commit to compare it with", arg)
+			}
+			// Outside git: the policy path as given, no provenance.
+			files, err := compiler.ReadDir(arg)
+			if err != nil {
+				return nil, failuref("read policy directory: %v", err)
+			}
+			return &policySource{Files: files, Source: table.Source{PolicyPath: filepath.ToSlash(filepath.Clean(arg))}, root: arg}, nil
+		}
+		if err != nil {
+			return nil, gitError(err)
+		}
+	}
+	defer repo.Close()
+	snap, err := repo.WorkTree(dir)
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return nil, failuref("read policy directory: %v", err)
+	}
+	if err != nil {
+		return nil, gitError(err)
+	}
+	if snap.Source.Dirty && requireClean {
+		head := "there is no commit yet"
+		if snap.Commit != nil {
+			head = "HEAD is " + snap.Commit.Hash.String()[:12]
+		}
+		return nil, usageErrorf("--require-clean: the policy in %s differs from HEAD (%s; %s): commit or stash the changes, or compile a commit with --rev HEAD",
+			snap.Source.PolicyPath, strings.Join(snap.Changed, ", "), head)
+	}
+	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: dir, changed: snap.Changed}, nil
+}
+
+// gitError gives a git error its exit code: what the user named that does
+// not exist is a usage error; history the repository lacks, or a broken
+// repository, is a tool failure.
+func gitError(err error) error {
+	var ne *gitsrc.NotRepositoryError
+	var re *gitsrc.RevisionError
+	var pe *gitsrc.PathError
+	if errors.As(err, &ne) || errors.As(err, &re) || errors.As(err, &pe) {
+		return withCode(ExitUsage, err)
+	}
+	return withCode(ExitFailure, err)
+}
+
 // compileDir compiles the policy in dir, prints its diagnostics to stderr
-// and returns errSilent with ExitProblems when there is an error.
+// and returns errSilent with ExitProblems when there is an error. It reads
+// the work tree only and records no provenance: explain and lint use it.
 func compileDir(dir string, stderr io.Writer) (*compiler.Result, error) {
 	files, err := compiler.ReadDir(dir)
 	if err != nil {

@@ -1,0 +1,212 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/runtime"
+)
+
+func init() { register(newBlameCmd) }
+
+func newBlameCmd() *cobra.Command {
+	var server, kind, name, principal, rev, repoDir, format string
+	c := &cobra.Command{
+		Use:   "blame --server S --kind tool|prompt|resource --name N [--rev REV] [PATH]",
+		Short: "Show the rule that decides an item and the commit that introduced it",
+		Long: `Find who made a decision what it is: compile the policy at PATH as committed at
+REV (default HEAD; read from the git object store, never the work tree), ask
+it what it decides for one item, and blame the line of the deciding rule (or
+default): the commit that last changed that line, with its hash, author, date
+and subject. The governance ledger: who made this tool need approval, and
+when. Renames and moves of the policy files are followed.
+
+PATH and --repo work as for policyc compile. When no line of the policy
+decides the item (the built-in deny, a ui:// resource off the allowlist),
+blame says so and names no commit.
+
+Exit codes: 0 found; 1 the policy at REV has problems; 2 bad arguments, not
+a repository, unknown revision or policy path, a server the policy does not
+name; 3 the tool failed.
+
+Examples:
+  policyc blame --server linear --kind tool --name save_issue policy
+  policyc blame --server github --kind tool --name merge_pull_request --rev v1.4.0
+  policyc blame --server github --kind resource --name repo://acme/app --principal alice --format json`,
+		Args: argsRange(0, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			k, ok := runtime.ParseKind(kind)
+			if !ok {
+				return usageErrorf("--kind must be tool, prompt or resource, got %q", kind)
+			}
+			if server == "" || name == "" {
+				return usageErrorf("--server and --name are required (see 'policyc blame --help')")
+			}
+			if format != "text" && format != "json" {
+				return usageErrorf("--format must be text or json, got %q", format)
+			}
+			arg := "."
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			repo, rel, err := openRepo(repoDir, arg)
+			if err != nil {
+				return err
+			}
+			defer repo.Close()
+			commit, err := repo.Resolve(rev)
+			if err != nil {
+				return gitError(err)
+			}
+			snap, err := repo.ReadCommit(commit, rev, rel)
+			if err != nil {
+				return gitError(err)
+			}
+			src := &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: rev + ":", revision: true}
+			res, err := src.compile(c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			t, err := runtime.Load(res.Table)
+			if err != nil {
+				return failuref("load compiled table: %v", err)
+			}
+			if _, ok := res.Table.Servers[server]; !ok {
+				names := make([]string, 0, len(res.Table.Servers))
+				for n := range res.Table.Servers {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it; servers: %s",
+					server, rev, rel, strings.Join(names, ", "))
+			}
+			d := t.Decide(principal, server, k, name)
+			b := blameResult{
+				Rev: rev, Commit: commit.Hash.String(), Principal: principal, Server: server, Kind: kind, Name: name,
+				Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope,
+			}
+			if d.Rule != nil {
+				b.Rule = &blameRule{List: listName(d.Rule.Effect), Pattern: d.Rule.Pattern}
+			}
+			if d.Origin != "" {
+				file, line, err := splitOrigin(d.Origin)
+				if err != nil {
+					return failuref("%v", err)
+				}
+				b.Origin = path.Join(rel, file) + ":" + strconv.Itoa(line)
+				o, err := repo.BlameLine(commit, path.Join(rel, file), line)
+				if err != nil {
+					return failuref("%v", err)
+				}
+				b.Line = o.Text
+				b.Introduced = &blameCommit{
+					Hash: o.Commit.String(), Author: o.AuthorName, Email: o.AuthorEmail,
+					Date: o.Date.UTC().Format(time.RFC3339), Subject: o.Subject,
+				}
+			}
+			if format == "json" {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				return enc.Encode(b)
+			}
+			writeBlameText(c.OutOrStdout(), b)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&server, "server", "", "the MCP server, by its name in mcp_servers")
+	f.StringVar(&kind, "kind", "tool", "tool, prompt or resource")
+	f.StringVar(&name, "name", "", "the tool or prompt name, or the resource URI")
+	f.StringVar(&principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
+	f.StringVar(&rev, "rev", "HEAD", "the revision (`REV`) whose policy decides")
+	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
+	f.StringVar(&format, "format", "text", "text or json")
+	return c
+}
+
+type blameRule struct {
+	List    string `json:"list"`
+	Pattern string `json:"pattern"`
+}
+
+type blameCommit struct {
+	Hash    string `json:"hash"`
+	Author  string `json:"author"`
+	Email   string `json:"email"`
+	Date    string `json:"date"`
+	Subject string `json:"subject"`
+}
+
+type blameResult struct {
+	Rev       string     `json:"rev"`
+	Commit    string     `json:"commit"`
+	Principal string     `json:"principal"`
+	Server    string     `json:"server"`
+	Kind      string     `json:"kind"`
+	Name      string     `json:"name"`
+	Decision  string     `json:"decision"`
+	Reason    string     `json:"reason"`
+	Scope     string     `json:"scope,omitempty"`
+	Rule      *blameRule `json:"rule"`
+	// Origin is the deciding line, repository-relative; empty when no line
+	// decides.
+	Origin     string       `json:"origin,omitempty"`
+	Line       string       `json:"line,omitempty"`
+	Introduced *blameCommit `json:"introduced"`
+}
+
+// splitOrigin splits a table origin "file:line".
+func splitOrigin(origin string) (string, int, error) {
+	i := strings.LastIndexByte(origin, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("origin %q has no line number", origin)
+	}
+	line, err := strconv.Atoi(origin[i+1:])
+	if err != nil || line < 1 {
+		return "", 0, fmt.Errorf("origin %q has no line number", origin)
+	}
+	return origin[:i], line, nil
+}
+
+func writeBlameText(w io.Writer, b blameResult) {
+	who := b.Principal
+	if who == "" {
+		who = "(any principal)"
+	}
+	fmt.Fprintf(w, "%s %s %q on %s for %s at %s (commit %s)\n", b.Decision, b.Kind, b.Name, b.Server, who, b.Rev, b.Commit[:12])
+	scope := ""
+	if b.Scope != "" && b.Scope != runtime.ServerScope {
+		scope = " (" + b.Scope + " scope)"
+	}
+	switch {
+	case b.Rule != nil:
+		fmt.Fprintf(w, "  decided by: %s %q%s at %s\n", b.Rule.List, b.Rule.Pattern, scope, b.Origin)
+	case b.Origin != "" && (b.Scope == runtime.ServerScope || b.Scope == ""):
+		fmt.Fprintf(w, "  decided by: the %s default of %s at %s\n", b.Kind, b.Server, b.Origin)
+	case b.Origin != "":
+		fmt.Fprintf(w, "  decided by: not on the allow_list%s at %s\n", scope, b.Origin)
+	default:
+		fmt.Fprintf(w, "  decided by: %s; no line of the policy decides this, so there is no commit to name\n", describeReason(b.Reason))
+		return
+	}
+	fmt.Fprintf(w, "  line:       %s\n", strings.TrimSpace(b.Line))
+	in := b.Introduced
+	fmt.Fprintf(w, "  introduced: %s %s %s <%s>\n", in.Hash[:12], in.Date, in.Author, in.Email)
+	fmt.Fprintf(w, "              %s\n", in.Subject)
+}
+
+func describeReason(reason string) string {
+	if reason == runtime.ByDefault.String() {
+		return "the built-in default (deny)"
+	}
+	return reason
+}

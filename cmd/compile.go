@@ -44,7 +44,8 @@ commit gives the same bytes in every clone.
 Without --rev the work tree is compiled. Inside a repository the table is
 compared with HEAD: when the policy files equal HEAD's it is exactly the table
 --rev HEAD gives; otherwise it is marked "dirty", names HEAD as the commit it
-started from and has serial 0. --require-clean refuses a dirty work tree.
+started from and has serial 0. --require-clean refuses a dirty work tree (with
+--rev it has nothing to check: a revision build never reads the work tree).
 
 The repository is found by searching upward from PATH. With --repo DIR it is
 the repository at DIR, and PATH is relative to the repository root.

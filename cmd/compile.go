@@ -22,6 +22,7 @@ func init() { register(newCompileCmd) }
 func newCompileCmd() *cobra.Command {
 	var out, rev, repoDir string
 	var requireClean bool
+	var sign *signOptions
 	c := &cobra.Command{
 		Use:   "compile [PATH]",
 		Short: "Check a policy and freeze it into a decision table",
@@ -55,9 +56,14 @@ revision, no such policy path at the revision, or a dirty tree with
 --require-clean; 3 the tool failed (including history missing from a shallow
 clone, which the serial needs).
 
+With --sign KEY (or --sign-env VAR naming an environment variable that holds
+the private key) the table is signed in the same step and written as a DSSE
+envelope, as policyc sign would (docs/signing.md); --expires sets its expiry.
+
 Examples:
   policyc compile examples/team -o table.json
   policyc compile -o - | jq .digest
+  policyc compile --rev HEAD policy --sign-env POLICYC_SIGNING_KEY --expires 720h -o table.signed.json
   policyc compile --rev HEAD policy -o table.json
   policyc compile --rev v1.4.0 --repo ../policies team -o table.json
   policyc compile --require-clean policy -o table.json`,
@@ -88,9 +94,17 @@ Examples:
 			if err != nil {
 				return failuref("encode table: %v", err)
 			}
+			env, signed, err := sign.seal(b, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if signed {
+				b = env
+			}
 			return writeOutput(c.OutOrStdout(), out, b, 0o644)
 		},
 	}
+	sign = addSignFlags(c.Flags())
 	f := c.Flags()
 	f.StringVarP(&out, "output", "o", "-", "write the table to `FILE` (- for standard output)")
 	f.StringVar(&rev, "rev", "", "compile the policy as committed at `REV`, read from the git object store")
@@ -265,16 +279,21 @@ func compileDir(dir string, stderr io.Writer) (*compiler.Result, error) {
 
 // printDiagnostics prints diagnostics and a summary; it returns errSilent
 // with ExitProblems when any is an error.
+//
+// Infos are left to policyc lint: a compile says what stops it or should be
+// looked at, not every remark.
 func printDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic) error {
 	var errs, warns int
 	for _, d := range ds {
-		fmt.Fprintln(w, d.Format(root))
 		switch d.Severity {
+		case compiler.Info:
+			continue
 		case compiler.Error:
 			errs++
 		case compiler.Warning:
 			warns++
 		}
+		fmt.Fprintln(w, d.Format(root))
 	}
 	if errs > 0 {
 		fmt.Fprintf(w, "%s, %s: nothing written\n", count(errs, "error"), count(warns, "warning"))

@@ -1,0 +1,347 @@
+// Package catalog is the catalogue snapshot of the upstream MCP servers of a
+// policy: what each server offers (tools with their annotations and input
+// schemas, prompts with their arguments, resources, resource templates), kept
+// as one JSON file per server under catalog/ in the policy repository and
+// reviewed and versioned like the policy.
+//
+// A snapshot is canonical JSON: items sorted, keys sorted, two-space
+// indentation, one trailing newline, and nothing that depends on the clock or
+// on the order a server happened to list things in. Pulling the same server
+// twice gives the same bytes, so a diff of catalog/ is a diff of what the
+// servers offer.
+//
+// Annotations are hints a server gives about its own tools. They are recorded
+// as the server stated them and are never trusted: a server can call a
+// destructive tool read-only. Nothing in this package decides access.
+//
+// This package never connects to a server (package pull does) and never
+// writes a file except through internal/atomicfile.
+package catalog
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Format is the snapshot format version this build writes and reads.
+const Format = "policyc.catalog/v1"
+
+// Dir is the directory of the snapshots, relative to the policy root.
+const Dir = "catalog"
+
+// Snapshot is what one server offers. Fields are declared in sorted JSON-key
+// order; keep it that way, the canonical form depends on it. Items keep the
+// field names of the MCP listings they come from.
+type Snapshot struct {
+	// Format is Format.
+	Format            string             `json:"format"`
+	Prompts           []Prompt           `json:"prompts"`
+	ResourceTemplates []ResourceTemplate `json:"resource_templates"`
+	Resources         []Resource         `json:"resources"`
+	// Server is the server's name in the policy's mcp_servers (and in the
+	// gateway configuration's upstreams).
+	Server string `json:"server"`
+	Tools  []Tool `json:"tools"`
+}
+
+// Tool is one tool of a tools/list.
+type Tool struct {
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Description string       `json:"description,omitempty"`
+	// InputSchema is the tool's JSON Schema in canonical form (sorted keys,
+	// no insignificant space); Canonicalize is applied when a snapshot is
+	// encoded.
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+}
+
+// Annotations are a tool's behaviour hints (MCP ToolAnnotations), as the
+// server stated them. A nil pointer is a hint the server did not give; the
+// MCP specification's defaults then apply (see the methods of Tool).
+type Annotations struct {
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	Title           string `json:"title,omitempty"`
+}
+
+// ReadOnly reports the readOnlyHint (default false).
+func (t *Tool) ReadOnly() bool {
+	return t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+}
+
+// MayDestroy reports whether the tool may be destructive per the MCP
+// specification's annotation defaults: readOnlyHint false (the default) and
+// destructiveHint not false (the default is true). It is a hint, not a fact.
+func (t *Tool) MayDestroy() bool {
+	if t.ReadOnly() {
+		return false
+	}
+	return t.Annotations == nil || t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint
+}
+
+// InputSchemaDigest is "sha256:" and the hex SHA-256 of the canonical input
+// schema; "" when the tool has none. Two snapshots of a tool have the same
+// digest exactly when their input schemas are the same JSON value.
+func (t *Tool) InputSchemaDigest() string {
+	if len(t.InputSchema) == 0 {
+		return ""
+	}
+	b, err := Canonicalize(t.InputSchema)
+	if err != nil {
+		b = t.InputSchema
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Prompt is one prompt of a prompts/list.
+type Prompt struct {
+	// Arguments keep the server's order, which clients show.
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Description string `json:"description,omitempty"`
+	Name        string `json:"name"`
+	Required    bool   `json:"required,omitempty"`
+	Title       string `json:"title,omitempty"`
+}
+
+// Resource is one resource of a resources/list. Its name in a policy is its
+// URI. Size and annotations are left out: they change with the content,
+// not with what the server offers.
+type Resource struct {
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	URI         string `json:"uri"`
+}
+
+// ResourceTemplate is one template of a resources/templates/list: the URIs
+// it expands to are resources the server can read without listing them.
+type ResourceTemplate struct {
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	URITemplate string `json:"uriTemplate"`
+}
+
+// Canonicalize returns the canonical form of a JSON value: object keys
+// sorted, no insignificant white space, numbers as written, no HTML
+// escaping. It refuses input that is not exactly one JSON value.
+func Canonicalize(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Encode returns the canonical bytes of s: it sorts the items, canonicalizes
+// the input schemas and checks the snapshot. s is sorted in place.
+func Encode(s *Snapshot) ([]byte, error) {
+	s.Format = Format
+	s.normalize()
+	for i := range s.Tools {
+		if len(s.Tools[i].InputSchema) == 0 {
+			continue
+		}
+		b, err := Canonicalize(s.Tools[i].InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: input schema: %w", s.Tools[i].Name, err)
+		}
+		s.Tools[i].InputSchema = b
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// normalize sorts the items and makes absent lists empty, so that the
+// encoding has one shape.
+func (s *Snapshot) normalize() {
+	if s.Tools == nil {
+		s.Tools = []Tool{}
+	}
+	if s.Prompts == nil {
+		s.Prompts = []Prompt{}
+	}
+	if s.Resources == nil {
+		s.Resources = []Resource{}
+	}
+	if s.ResourceTemplates == nil {
+		s.ResourceTemplates = []ResourceTemplate{}
+	}
+	sort.SliceStable(s.Tools, func(i, j int) bool { return s.Tools[i].Name < s.Tools[j].Name })
+	sort.SliceStable(s.Prompts, func(i, j int) bool { return s.Prompts[i].Name < s.Prompts[j].Name })
+	sort.SliceStable(s.Resources, func(i, j int) bool { return s.Resources[i].URI < s.Resources[j].URI })
+	sort.SliceStable(s.ResourceTemplates, func(i, j int) bool {
+		return s.ResourceTemplates[i].URITemplate < s.ResourceTemplates[j].URITemplate
+	})
+}
+
+// Decode reads a snapshot. It accepts any layout of the JSON (a file edited
+// by hand still reads) but no unknown field, no other format and nothing
+// Check refuses. Canonical reports whether b is exactly what Encode writes.
+func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, false, fmt.Errorf("not a catalogue snapshot: %w", err)
+	}
+	switch {
+	case head.Format == nil:
+		return nil, false, fmt.Errorf("not a catalogue snapshot: no %q field (expected %q)", "format", Format)
+	case *head.Format != Format:
+		return nil, false, fmt.Errorf("unknown catalogue format %q: this build reads %q; upgrade policyc or pull the catalogue again", *head.Format, Format)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	s = &Snapshot{}
+	if err := dec.Decode(s); err != nil {
+		return nil, false, fmt.Errorf("catalogue snapshot: %w", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, false, errors.New("catalogue snapshot: trailing data after the snapshot")
+	}
+	if err := s.Check(); err != nil {
+		return nil, false, err
+	}
+	// The snapshot returned is the encoded one: sorted, schemas canonical.
+	c := cloneSnapshot(s)
+	re, err := Encode(c)
+	if err != nil {
+		return nil, false, err
+	}
+	return c, bytes.Equal(re, b), nil
+}
+
+func cloneSnapshot(s *Snapshot) *Snapshot {
+	c := *s
+	c.Tools = append([]Tool(nil), s.Tools...)
+	c.Prompts = append([]Prompt(nil), s.Prompts...)
+	c.Resources = append([]Resource(nil), s.Resources...)
+	c.ResourceTemplates = append([]ResourceTemplate(nil), s.ResourceTemplates...)
+	return &c
+}
+
+// Check validates a snapshot: the format, the server name, and that every
+// item has a name (a URI for resources) that no other item of its kind has.
+func (s *Snapshot) Check() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if s.Format != Format {
+		add("format %q is not %q", s.Format, Format)
+	}
+	if !ValidServerName(s.Server) {
+		add("server %q is not a server name (letters, digits, '.', '_' and '-', starting with a letter or digit)", s.Server)
+	}
+	seen := map[string]bool{}
+	for i, t := range s.Tools {
+		switch {
+		case t.Name == "":
+			add("tools[%d]: a tool without a name", i)
+		case seen[t.Name]:
+			add("tools: %q is listed twice", t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
+			add("tool %q: input schema is not valid JSON", t.Name)
+		}
+	}
+	seen = map[string]bool{}
+	for i, p := range s.Prompts {
+		switch {
+		case p.Name == "":
+			add("prompts[%d]: a prompt without a name", i)
+		case seen[p.Name]:
+			add("prompts: %q is listed twice", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	seen = map[string]bool{}
+	for i, r := range s.Resources {
+		switch {
+		case r.URI == "":
+			add("resources[%d]: a resource without a URI", i)
+		case seen[r.URI]:
+			add("resources: %q is listed twice", r.URI)
+		}
+		seen[r.URI] = true
+	}
+	seen = map[string]bool{}
+	for i, r := range s.ResourceTemplates {
+		switch {
+		case r.URITemplate == "":
+			add("resource_templates[%d]: a template without a uriTemplate", i)
+		case seen[r.URITemplate]:
+			add("resource_templates: %q is listed twice", r.URITemplate)
+		}
+		seen[r.URITemplate] = true
+	}
+	return errors.Join(errs...)
+}
+
+// ValidServerName reports whether s can name a server: the policy schema's
+// #Name, ^[A-Za-z0-9][A-Za-z0-9._-]*$.
+func ValidServerName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Counts is a one-line summary of a snapshot, e.g. "3 tools, 1 prompt,
+// 2 resources, 0 templates".
+func (s *Snapshot) Counts() string {
+	return strings.Join([]string{
+		plural(len(s.Tools), "tool"), plural(len(s.Prompts), "prompt"),
+		plural(len(s.Resources), "resource"), plural(len(s.ResourceTemplates), "template"),
+	}, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,209 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/policyc/policyc/runtime/table"
+)
+
+func b(v bool) *bool { return &v }
+
+func sample() *Snapshot {
+	return &Snapshot{
+		Server: "github",
+		Tools: []Tool{
+			{Name: "search", InputSchema: json.RawMessage(`{ "type": "object", "properties": {"q": {"type": "string"}} }`),
+				Annotations: &Annotations{ReadOnlyHint: b(true)}},
+			{Name: "delete_repo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			{Name: "create_issue", Annotations: &Annotations{DestructiveHint: b(false)}},
+		},
+		Prompts:           []Prompt{{Name: "triage"}, {Name: "summarize", Arguments: []PromptArgument{{Name: "z", Required: true}, {Name: "a"}}}},
+		Resources:         []Resource{{URI: "repo://b"}, {URI: "repo://a", MIMEType: "text/plain"}},
+		ResourceTemplates: []ResourceTemplate{{URITemplate: "repo://{x}"}},
+	}
+}
+
+func TestEncodeIsCanonicalAndSorted(t *testing.T) {
+	got, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "github.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("Encode:\n%s\nwant (testdata/github.json):\n%s", got, want)
+	}
+	s, canonical, err := Decode(got)
+	if err != nil || !canonical {
+		t.Fatalf("Decode of Encode: canonical=%v err=%v", canonical, err)
+	}
+	again, _ := Encode(s)
+	if !bytes.Equal(again, got) {
+		t.Errorf("re-encoding changed the bytes")
+	}
+	// Argument order is the server's, not sorted.
+	if s.Prompts[0].Name != "summarize" || s.Prompts[0].Arguments[0].Name != "z" {
+		t.Errorf("prompts: %+v", s.Prompts)
+	}
+}
+
+func TestDecodeAcceptsHandEditedLayout(t *testing.T) {
+	canon, _ := Encode(sample())
+	var v any
+	json.Unmarshal(canon, &v)
+	compact, _ := json.Marshal(v)
+	s, canonical, err := Decode(compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canonical {
+		t.Errorf("compact JSON reported canonical")
+	}
+	if !Equal(s, sample()) {
+		t.Errorf("hand-edited layout decodes to a different snapshot")
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	canon, _ := Encode(sample())
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"not json", `{`, "not a catalogue snapshot"},
+		{"no format", `{"server":"x"}`, `no "format" field`},
+		{"other format", `{"format":"policyc.catalog/v9"}`, `unknown catalogue format "policyc.catalog/v9"`},
+		{"unknown field", strings.Replace(string(canon), `"server"`, `"extra": 1, "server"`, 1), `unknown field "extra"`},
+		{"duplicate tool", `{"format":"policyc.catalog/v1","server":"s","tools":[{"name":"a"},{"name":"a"}]}`, `tools: "a" is listed twice`},
+		{"nameless tool", `{"format":"policyc.catalog/v1","server":"s","tools":[{"name":""}]}`, `a tool without a name`},
+		{"bad server", `{"format":"policyc.catalog/v1","server":"-x"}`, `server "-x" is not a server name`},
+		{"resource without uri", `{"format":"policyc.catalog/v1","server":"s","resources":[{"name":"r"}]}`, `a resource without a URI`},
+		{"trailing", string(canon) + "{}", "after top-level value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := Decode([]byte(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Decode: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseChecksFileNames(t *testing.T) {
+	canon, _ := Encode(sample())
+	if _, err := Parse([]File{{Name: "gitlab.json", Data: canon}}); err == nil ||
+		!strings.Contains(err.Error(), `gitlab.json: holds the snapshot of server "github"`) {
+		t.Fatalf("Parse: %v", err)
+	}
+	c, err := Parse([]File{{Name: "github.json", Data: canon}, {Name: "README.md", Data: []byte("#")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for it := range c.Items() {
+		got = append(got, it.Kind+" "+it.Name)
+	}
+	want := []string{"tool create_issue", "tool delete_repo", "tool search", "prompt summarize", "prompt triage", "resource repo://a", "resource repo://b"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Items: %v, want %v", got, want)
+	}
+	if c.Tool("github", "search") == nil || c.Tool("github", "nope") != nil || c.Tool("x", "search") != nil {
+		t.Errorf("Tool lookup")
+	}
+	if n := c.ItemNames("github", table.KindResource); strings.Join(n, ",") != "repo://a,repo://b" {
+		t.Errorf("ItemNames: %v", n)
+	}
+}
+
+func TestReadDirMissingIsEmpty(t *testing.T) {
+	c, err := ReadDir(filepath.Join(t.TempDir(), "catalog"))
+	if err != nil || len(c.Servers) != 0 {
+		t.Fatalf("ReadDir of a missing directory: %v %v", c, err)
+	}
+}
+
+func TestWriteFileOnlyWhenChanged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "catalog")
+	changed, err := WriteFile(dir, sample())
+	if err != nil || !changed {
+		t.Fatalf("first write: %v %v", changed, err)
+	}
+	changed, err = WriteFile(dir, sample())
+	if err != nil || changed {
+		t.Fatalf("second write of the same snapshot: changed=%v err=%v", changed, err)
+	}
+	c, err := ReadDir(dir)
+	if err != nil || !Equal(c.Servers["github"], sample()) || len(c.NotCanonical) != 0 {
+		t.Fatalf("read back: %v", err)
+	}
+}
+
+// The annotation defaults of the MCP specification: readOnlyHint false,
+// destructiveHint true (meaningful only when not read-only).
+func TestMayDestroy(t *testing.T) {
+	for _, tc := range []struct {
+		a                  *Annotations
+		readOnly, mayDestr bool
+	}{
+		{nil, false, true},
+		{&Annotations{}, false, true},
+		{&Annotations{ReadOnlyHint: b(true)}, true, false},
+		{&Annotations{ReadOnlyHint: b(true), DestructiveHint: b(true)}, true, false},
+		{&Annotations{ReadOnlyHint: b(false), DestructiveHint: b(false)}, false, false},
+		{&Annotations{DestructiveHint: b(true)}, false, true},
+	} {
+		tool := Tool{Name: "t", Annotations: tc.a}
+		if tool.ReadOnly() != tc.readOnly || tool.MayDestroy() != tc.mayDestr {
+			t.Errorf("%+v: ReadOnly=%v MayDestroy=%v, want %v %v", tc.a, tool.ReadOnly(), tool.MayDestroy(), tc.readOnly, tc.mayDestr)
+		}
+	}
+}
+
+func TestInputSchemaDigestIgnoresLayout(t *testing.T) {
+	a := Tool{InputSchema: json.RawMessage(`{"b":1,"a":[1,2]}`)}
+	c := Tool{InputSchema: json.RawMessage("{ \"a\" : [1, 2],\n \"b\": 1 }")}
+	d := Tool{InputSchema: json.RawMessage(`{"b":1,"a":[2,1]}`)}
+	if a.InputSchemaDigest() != c.InputSchemaDigest() {
+		t.Errorf("layout changed the digest")
+	}
+	if a.InputSchemaDigest() == d.InputSchemaDigest() {
+		t.Errorf("a different schema has the same digest")
+	}
+	if (&Tool{}).InputSchemaDigest() != "" {
+		t.Errorf("no schema: want no digest")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	old := sample()
+	new := sample()
+	new.Tools[0].InputSchema = json.RawMessage(`{"type":"object"}`)
+	new.Tools[0].Annotations = &Annotations{ReadOnlyHint: b(false)}
+	new.Tools = new.Tools[:2]
+	new.Tools = append(new.Tools, Tool{Name: "archive_repo"})
+	new.Prompts[1].Arguments[0].Required = false
+	new.Resources = new.Resources[1:]
+	var got []string
+	for _, c := range Diff(old, new) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"tool archive_repo: added",
+		"tool create_issue: removed",
+		"tool search: input schema changed; readOnlyHint true -> false",
+		"prompt summarize: arguments changed",
+		"resource repo://b: removed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d := Diff(sample(), sample()); len(d) != 0 {
+		t.Errorf("Diff of equal snapshots: %v", d)
+	}
+}

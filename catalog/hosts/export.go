@@ -1,0 +1,244 @@
+package hosts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/runtime"
+)
+
+// ClaudeCodeSettings is the part of a Claude Code settings file an export
+// writes.
+type ClaudeCodeSettings struct {
+	Permissions ClaudeCodePermissions `json:"permissions"`
+}
+
+// ClaudeCodePermissions are permission rules; Claude Code checks deny, then
+// ask, then allow, and the first rule that matches decides.
+type ClaudeCodePermissions struct {
+	Allow []string `json:"allow"`
+	Ask   []string `json:"ask"`
+	Deny  []string `json:"deny"`
+}
+
+// claudeServer reports whether a server name can start a Claude Code MCP
+// rule: mcp__<server>__<tool> splits at the first "__".
+func claudeServer(s string) bool { return s != "" && !strings.Contains(s, "__") }
+
+// claudeTool reports whether a tool name can end an exact rule.
+func claudeTool(s string) bool {
+	return s != "" && !strings.ContainsAny(s, "*()") && strings.IndexFunc(s, unicode.IsSpace) < 0
+}
+
+// ClaudeCode exports the table's tool decisions for principal as Claude
+// Code permission rules.
+//
+// A server whose tools all get one decision becomes one rule, mcp__<server>.
+// Otherwise every catalogued tool and every tool a rule names literally gets
+// an exact rule with the table's decision for it, so every catalogued tool
+// is decided exactly as the table decides it. A tool no rule lists is asked
+// about by Claude Code; when the table would allow all such tools, the
+// export adds mcp__<server> to allow (exact rules still come first, since
+// Claude Code checks deny and ask before allow). A deny glob with no
+// catalogue to expand it over makes the whole server denied: stricter.
+func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Export, error) {
+	ex := &Export{}
+	perms := ClaudeCodePermissions{Allow: []string{}, Ask: []string{}, Deny: []string{}}
+	add := func(e runtime.Effect, rule string) {
+		switch e {
+		case runtime.Deny:
+			perms.Deny = append(perms.Deny, rule)
+		case runtime.Approve:
+			perms.Ask = append(perms.Ask, rule)
+		default:
+			perms.Allow = append(perms.Allow, rule)
+		}
+	}
+	for _, p := range plans(t, cat, principal) {
+		if !claudeServer(p.server) {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: a server name containing \"__\" cannot start a Claude Code rule (mcp__<server>__<tool> splits at the first \"__\"); Claude Code asks about every tool of it", p.server))
+			if p.constant && p.effect == runtime.Deny || !p.constant && p.minUnlisted() == runtime.Deny {
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+			}
+			for _, n := range p.names {
+				if p.decisions[n] == runtime.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: runtime.Deny, Host: runtime.Approve})
+				}
+			}
+			continue
+		}
+		whole := "mcp__" + p.server
+		if p.constant {
+			add(p.effect, whole)
+			if !p.inTable {
+				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: catalogued but not in the table, which denies every tool of it: denied", p.server))
+			}
+			continue
+		}
+		min := p.minUnlisted()
+		if min == runtime.Deny && !p.catalogued && len(p.globs[runtime.Deny]) > 0 {
+			add(runtime.Deny, whole)
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: the deny pattern(s) %s cannot be written as Claude Code rules, and no catalogue lists the server's tools to expand them over: the whole server is denied (stricter). Run 'policyc catalog pull' and export with --catalog to decide tool by tool",
+				p.server, quoteList(p.globs[runtime.Deny], 3)))
+			continue
+		}
+		serverAllow := min == runtime.Allow
+		if serverAllow {
+			add(runtime.Allow, whole)
+		}
+		for _, n := range p.names {
+			e := p.decisions[n]
+			if serverAllow && e == runtime.Allow {
+				continue
+			}
+			if !claudeTool(n) {
+				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: tool %q cannot be named in a Claude Code rule; Claude Code asks about it, the table %s it", p.server, n, effectWord(e)))
+				if e == runtime.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: e, Host: runtime.Approve})
+				}
+				continue
+			}
+			add(e, whole+"__"+n)
+		}
+		if serverAllow {
+			continue
+		}
+		// Claude Code asks about every tool no rule lists.
+		outside := "tools no rule lists"
+		if p.catalogued {
+			outside = "tools outside the catalogue"
+		}
+		if p.unlisted[runtime.Deny] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, and cannot deny them without denying the whole server; the table denies %s", p.server, outside, denyReason(p)))
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+		}
+		if p.unlisted[runtime.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[runtime.Allow])))
+		}
+	}
+	ex.unknownServers("Claude Code")
+	for _, l := range [][]string{perms.Allow, perms.Ask, perms.Deny} {
+		sort.Strings(l)
+	}
+	b, err := encodeJSON(ClaudeCodeSettings{Permissions: perms})
+	if err != nil {
+		return nil, err
+	}
+	ex.File = b
+	return ex, nil
+}
+
+// globHint names the allow patterns a host cannot write, if any.
+func globHint(gs []string) string {
+	if len(gs) == 0 {
+		return ""
+	}
+	return " (its allow pattern(s) " + quoteList(gs, 3) + " cannot be written as host rules)"
+}
+
+// denyReason says which tools no rule lists the table denies.
+func denyReason(p *plan) string {
+	gs := p.globs[runtime.Deny]
+	switch {
+	case len(gs) > 0 && p.defaultDeny:
+		return "those matching its deny pattern(s) " + quoteList(gs, 3) + ", and the others by default"
+	case len(gs) > 0:
+		return "those matching its deny pattern(s) " + quoteList(gs, 3)
+	}
+	return "them by default"
+}
+
+// Cursor exports the table's tool decisions for principal as Cursor's
+// permissions.json: an mcpAllowlist of "server:tool" entries ("server:*" for
+// a whole server). Cursor runs listed tools without asking and asks before
+// any other; it has no deny. Tools on approval are left off (Cursor asks:
+// the same), and so are denied tools (Cursor asks: looser, reported).
+// The file is JSONC: its comments say what Cursor cannot express.
+func Cursor(t *runtime.Table, cat *catalog.Catalog, principal, source string) (*Export, error) {
+	ex := &Export{}
+	list := []string{}
+	for _, p := range plans(t, cat, principal) {
+		if p.constant {
+			switch p.effect {
+			case runtime.Allow:
+				list = append(list, p.server+":*")
+			case runtime.Deny:
+				what := "denies every tool of it"
+				if !p.inTable {
+					what = "does not know it, so it denies every tool of it"
+				}
+				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny; the table %s: left off the allowlist, so Cursor asks before each call", p.server, what))
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+			}
+			continue
+		}
+		var denied []string
+		for _, n := range p.names {
+			switch p.decisions[n] {
+			case runtime.Allow:
+				list = append(list, p.server+":"+n)
+			case runtime.Deny:
+				denied = append(denied, n)
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: runtime.Deny, Host: runtime.Approve})
+			}
+		}
+		if len(denied) > 0 {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny %s: left off the allowlist, so Cursor asks before each call", p.server, quoteList(denied, 5)))
+		}
+		outside := "tools no rule lists"
+		if p.catalogued {
+			outside = "tools outside the catalogue"
+		}
+		if p.unlisted[runtime.Deny] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s; the table denies %s", p.server, outside, denyReason(p)))
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+		}
+		if p.unlisted[runtime.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[runtime.Allow])))
+		}
+	}
+	ex.unknownServers("Cursor")
+	sort.Strings(list)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// Exported by policyc export --target cursor from %s.\n", source)
+	b.WriteString("// Cursor runs the tools listed here without asking and asks before any\n")
+	b.WriteString("// other MCP tool. It cannot deny and has no approval rules: tools the table\n")
+	b.WriteString("// holds for approval or denies are left off, so Cursor asks; the gateway\n")
+	b.WriteString("// still enforces the table. This list replaces Cursor's in-app MCP allowlist.\n")
+	for _, n := range ex.Notes {
+		b.WriteString("//   - " + n + "\n")
+	}
+	body, err := encodeJSON(struct {
+		MCPAllowlist []string `json:"mcpAllowlist"`
+	}{list})
+	if err != nil {
+		return nil, err
+	}
+	b.Write(body)
+	ex.File = b.Bytes()
+	return ex, nil
+}
+
+// unknownServers reports what no export can say: a host asks about the
+// tools of a server it has and the table does not know, which the table
+// denies.
+func (ex *Export) unknownServers(host string) {
+	ex.Notes = append(ex.Notes, fmt.Sprintf("servers the table and the catalogue do not name: %s asks about their tools; the table denies them", host))
+	ex.Looser = append(ex.Looser, Looser{Table: runtime.Deny, Host: runtime.Approve})
+}
+
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,227 @@
+// Package hosts carries a decision table into the permission settings of
+// MCP hosts, Claude Code and Cursor, as a second belt in front of the
+// gateway.
+//
+// A host's rules are much weaker than a table: Claude Code names a whole
+// server or one tool exactly, and asks about any tool no rule names; Cursor
+// only lists tools that run without asking. Globs are expanded over the
+// catalogued tools (package catalog), and where a host cannot say what the
+// table says, the export says something stricter when the host can, and
+// reports every place where it cannot. It never turns a decision into a
+// looser one silently.
+package hosts
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/internal/glob"
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Looser is a place where the host answers more than the table does,
+// because the host cannot express the table's answer.
+type Looser struct {
+	// Server is the server, or "" for every server the table and the
+	// catalogue do not name.
+	Server string
+	// Tool is the tool, or "" for the tools of Server no rule lists.
+	Tool string
+	// Table and Host are the two answers.
+	Table, Host runtime.Effect
+}
+
+// Export is the outcome of an export.
+type Export struct {
+	// File is the settings to write.
+	File []byte
+	// Notes say what the host cannot express and what the export did
+	// instead, one sentence each.
+	Notes []string
+	// Looser lists every catalogued tool (and every server's unlisted
+	// tools) the host answers more loosely than the table.
+	Looser []Looser
+}
+
+// plan is what the table says about the tools of one server, for one
+// principal.
+type plan struct {
+	server string
+	// inTable is false for a catalogued server the table does not know:
+	// the table denies everything on it.
+	inTable bool
+	// constant is set when every tool of the server gets the same
+	// decision, effect.
+	constant bool
+	effect   runtime.Effect
+	// names are the tools decided one by one: the catalogued ones and the
+	// literal patterns of the rules. decisions holds their decisions.
+	names     []string
+	decisions map[string]runtime.Effect
+	// catalogued is set when the server has a catalogue snapshot.
+	catalogued bool
+	// unlisted is the set of decisions a tool outside names may get.
+	unlisted map[runtime.Effect]bool
+	// globs are the non-literal patterns that decide, by effect, for notes.
+	globs map[runtime.Effect][]string
+	// defaultDeny is set when a layer denies what its rules do not name.
+	defaultDeny bool
+}
+
+// plans analyses every server of the table and of the catalogue.
+func plans(t *runtime.Table, cat *catalog.Catalog, principal string) []*plan {
+	src := t.Source()
+	servers := map[string]bool{}
+	for name := range src.Servers {
+		servers[name] = true
+	}
+	if cat != nil {
+		for name := range cat.Servers {
+			servers[name] = true
+		}
+	}
+	var names []string
+	for n := range servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*plan
+	for _, name := range names {
+		out = append(out, analyse(t, cat, principal, name))
+	}
+	return out
+}
+
+func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *plan {
+	p := &plan{server: server, decisions: map[string]runtime.Effect{}, unlisted: map[runtime.Effect]bool{}, globs: map[runtime.Effect][]string{}}
+	_, p.inTable = t.Source().Servers[server]
+	if cat != nil && cat.Servers[server] != nil {
+		p.catalogued = true
+	}
+	if !p.inTable {
+		p.constant, p.effect = true, runtime.Deny
+		return p
+	}
+	layers := toolLayers(t.Source(), principal, server)
+	named := map[string]bool{}
+	uniform := true
+	for _, l := range layers {
+		def, _ := effectOf(l.Default)
+		p.unlisted[def] = true
+		p.defaultDeny = p.defaultDeny || def == runtime.Deny
+		for _, r := range l.Rules {
+			e, _ := effectOf(r.Effect)
+			if e != def {
+				uniform = false
+			}
+			g, err := glob.Parse(r.Pattern)
+			if err != nil {
+				continue // the runtime refused such a table already
+			}
+			if lit, ok := g.Literal(); ok {
+				named[lit] = true
+			} else {
+				p.unlisted[e] = true
+				p.globs[e] = append(p.globs[e], r.Pattern)
+			}
+		}
+	}
+	if uniform {
+		p.constant = true
+		p.effect = t.Decide(principal, server, runtime.Tool, "").Effect
+		return p
+	}
+	if p.catalogued {
+		for _, n := range cat.ItemNames(server, table.KindTool) {
+			named[n] = true
+		}
+	}
+	for n := range named {
+		p.names = append(p.names, n)
+		p.decisions[n] = t.Decide(principal, server, runtime.Tool, n).Effect
+	}
+	sort.Strings(p.names)
+	return p
+}
+
+// toolLayers are the tool blocks that decide for principal on server, as
+// the runtime combines them: the server's own, then every narrowing scope
+// that applies to the principal (global, its groups, its own).
+func toolLayers(src *table.Table, principal, server string) []*table.Access {
+	s := src.Servers[server]
+	layers := []*table.Access{s.Tool}
+	for _, sc := range src.Scopes {
+		if !applies(sc, principal) {
+			continue
+		}
+		for _, key := range []string{table.AllServers, server} {
+			if ss, ok := sc.Servers[key]; ok && ss.Tool != nil {
+				layers = append(layers, ss.Tool)
+			}
+		}
+	}
+	return layers
+}
+
+func applies(sc table.Scope, principal string) bool {
+	switch {
+	case sc.Name == "global":
+		return true
+	case strings.HasPrefix(sc.Name, "group:"):
+		for _, m := range sc.Members {
+			if principal != "" && m == principal {
+				return true
+			}
+		}
+	case strings.HasPrefix(sc.Name, "principal:"):
+		return principal != "" && sc.Name == "principal:"+principal
+	}
+	return false
+}
+
+func effectOf(s string) (runtime.Effect, bool) {
+	switch s {
+	case table.Deny:
+		return runtime.Deny, true
+	case table.Approve:
+		return runtime.Approve, true
+	case table.Allow:
+		return runtime.Allow, true
+	}
+	return runtime.Deny, false
+}
+
+// minUnlisted is the least access a tool outside the plan's names may get.
+func (p *plan) minUnlisted() runtime.Effect {
+	for _, e := range []runtime.Effect{runtime.Deny, runtime.Approve, runtime.Allow} {
+		if p.unlisted[e] {
+			return e
+		}
+	}
+	return runtime.Allow
+}
+
+// effectWord names an effect in the words of the notes.
+func effectWord(e runtime.Effect) string {
+	switch e {
+	case runtime.Deny:
+		return "denies"
+	case runtime.Approve:
+		return "holds for approval"
+	}
+	return "allows"
+}
+
+func quoteList(items []string, n int) string {
+	q := make([]string, 0, len(items))
+	for _, it := range items {
+		q = append(q, fmt.Sprintf("%q", it))
+	}
+	if len(q) <= n {
+		return strings.Join(q, ", ")
+	}
+	return strings.Join(q[:n], ", ") + fmt.Sprintf(" and %d more", len(q)-n)
+}

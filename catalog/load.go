@@ -1,0 +1,174 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// File is one snapshot file as read from a work tree, a git revision or the
+// index: Name is its path relative to the catalogue directory
+// ("github.json"), Data its bytes.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Catalog is the snapshots of a policy repository, by server name.
+type Catalog struct {
+	Servers map[string]*Snapshot
+	// NotCanonical lists the servers whose file is not in canonical form
+	// (edited by hand, or written by another tool); it still reads.
+	NotCanonical []string
+}
+
+// Item is one catalogued tool, prompt or resource, in the terms a policy
+// decides on: (server, kind, name), where the name of a resource is its URI.
+type Item struct {
+	Server string
+	// Kind is table.KindTool, table.KindPrompt or table.KindResource.
+	Kind string
+	Name string
+	// Tool is the catalogued tool (annotations, input schema) for a tool;
+	// nil for prompts and resources.
+	Tool *Tool
+}
+
+// ReadDir reads every snapshot of a catalogue directory (policy root
+// + "/catalog"). A directory that does not exist is an empty catalogue, not
+// an error: a policy need not have one.
+func ReadDir(dir string) (*Catalog, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Catalog{Servers: map[string]*Snapshot{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Name: e.Name(), Data: b})
+	}
+	return Parse(files)
+}
+
+// Parse reads snapshot files. Each must be named after its server
+// ("<server>.json"); every problem of every file is reported, each naming
+// its file.
+func Parse(files []File) (*Catalog, error) {
+	c := &Catalog{Servers: map[string]*Snapshot{}}
+	var errs []error
+	for _, f := range files {
+		base := path.Base(filepath.ToSlash(f.Name))
+		if !strings.HasSuffix(base, ".json") {
+			continue
+		}
+		s, canonical, err := Decode(f.Data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))
+			continue
+		}
+		if want := strings.TrimSuffix(base, ".json"); s.Server != want {
+			errs = append(errs, fmt.Errorf("%s: holds the snapshot of server %q; a snapshot file is named after its server (%s.json)", f.Name, s.Server, s.Server))
+			continue
+		}
+		c.Servers[s.Server] = s
+		if !canonical {
+			c.NotCanonical = append(c.NotCanonical, s.Server)
+		}
+	}
+	sort.Strings(c.NotCanonical)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// Names returns the catalogued servers, sorted.
+func (c *Catalog) Names() []string {
+	names := make([]string, 0, len(c.Servers))
+	for n := range c.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Items yields every catalogued tool, prompt and resource: servers in name
+// order, then tools, prompts and resources, each sorted by name.
+func (c *Catalog) Items() iter.Seq[Item] {
+	return func(yield func(Item) bool) {
+		for _, name := range c.Names() {
+			for it := range c.Servers[name].Items() {
+				if !yield(it) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Items yields the snapshot's tools, prompts and resources as Items.
+func (s *Snapshot) Items() iter.Seq[Item] {
+	return func(yield func(Item) bool) {
+		for i := range s.Tools {
+			if !yield(Item{Server: s.Server, Kind: table.KindTool, Name: s.Tools[i].Name, Tool: &s.Tools[i]}) {
+				return
+			}
+		}
+		for _, p := range s.Prompts {
+			if !yield(Item{Server: s.Server, Kind: table.KindPrompt, Name: p.Name}) {
+				return
+			}
+		}
+		for _, r := range s.Resources {
+			if !yield(Item{Server: s.Server, Kind: table.KindResource, Name: r.URI}) {
+				return
+			}
+		}
+	}
+}
+
+// Names returns the names of one kind of item of a server's snapshot, sorted:
+// tool and prompt names, or resource URIs. Nil when the server has no
+// snapshot.
+func (c *Catalog) ItemNames(server, kind string) []string {
+	s := c.Servers[server]
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for it := range s.Items() {
+		if it.Kind == kind {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
+// Tool returns a catalogued tool, or nil.
+func (c *Catalog) Tool(server, name string) *Tool {
+	s := c.Servers[server]
+	if s == nil {
+		return nil
+	}
+	i := sort.Search(len(s.Tools), func(i int) bool { return s.Tools[i].Name >= name })
+	if i < len(s.Tools) && s.Tools[i].Name == name {
+		return &s.Tools[i]
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+// Package pull connects to upstream MCP servers with the MCP Go SDK client
+// and lists what they offer into catalogue snapshots.
+//
+// Servers are pulled concurrently, each within its own timeout, so pulling
+// many servers takes about as long as the slowest one. A server that fails
+// (will not start, times out, answers with malformed listings) yields an
+// error naming it and what it was doing; it never yields a partial snapshot.
+// This package writes nothing: the caller decides what to keep.
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/catalog"
+)
+
+// protocolVersion is the version asked for in the handshake: the one every
+// current server speaks (the gateway asks for the same).
+const protocolVersion = "2025-11-25"
+
+// DefaultTimeout bounds one server's pull when Options.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// Limits on what one server may list, so that a server that keeps returning
+// cursors or items cannot keep a pull busy or fill memory.
+const (
+	maxPages = 1000
+	maxItems = 100000
+)
+
+// Upstream is one server to pull.
+type Upstream struct {
+	// Name is the server's name in the policy's mcp_servers.
+	Name string
+	// Dial returns a fresh transport to the server.
+	Dial func(ctx context.Context) (mcp.Transport, error)
+	// stderr holds the end of a command's standard error, for error
+	// messages; nil for other upstreams.
+	stderr *tail
+}
+
+// Command is an upstream started as a subprocess speaking MCP on its
+// standard input and output. env is its whole environment; dir its working
+// directory ("" for the current one).
+func Command(name, program string, args, env []string, dir string) Upstream {
+	t := &tail{}
+	return Upstream{Name: name, stderr: t, Dial: func(ctx context.Context) (mcp.Transport, error) {
+		cmd := exec.Command(program, args...)
+		cmd.Env = env
+		cmd.Dir = dir
+		cmd.Stderr = t
+		// A server that leaves children holding its pipes must not keep
+		// Wait (and so the pull) blocked.
+		cmd.WaitDelay = time.Second
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil
+	}}
+}
+
+// HTTP is an upstream reached over streamable HTTP; header is sent with
+// every request (for example a bearer token).
+func HTTP(name, url string, header http.Header) Upstream {
+	client := &http.Client{Transport: headerTransport{header: header, base: http.DefaultTransport}}
+	return Upstream{Name: name, Dial: func(ctx context.Context) (mcp.Transport, error) {
+		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client, MaxRetries: -1}, nil
+	}}
+}
+
+type headerTransport struct {
+	header http.Header
+	base   http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.header) > 0 {
+		r = r.Clone(r.Context())
+		for k, vs := range t.header {
+			r.Header[k] = vs
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// Options tune a pull.
+type Options struct {
+	// Timeout bounds each server's pull: starting it, the handshake and
+	// every listing. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Progress, when set, is called once per server as soon as it
+	// finishes, with its result. Calls never overlap.
+	Progress func(Result)
+	// Version is reported to servers as the client's version.
+	Version string
+}
+
+// Result is the outcome of pulling one server.
+type Result struct {
+	Server string
+	// Snapshot is what the server offers; nil when Err is set.
+	Snapshot *catalog.Snapshot
+	Err      error
+	// Duration is the wall time of this server's pull.
+	Duration time.Duration
+}
+
+// Pull pulls every upstream concurrently and returns their results in the
+// order of ups.
+func Pull(ctx context.Context, ups []Upstream, opts Options) []Result {
+	results := make([]Result, len(ups))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, up := range ups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := One(ctx, up, opts)
+			results[i] = r
+			if opts.Progress != nil {
+				mu.Lock()
+				opts.Progress(r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// One pulls a single upstream.
+func One(ctx context.Context, up Upstream, opts Options) Result {
+	start := time.Now()
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := &puller{up: up, logs: &sdkLog{}, version: opts.Version}
+	snap, err := p.pull(ctx)
+	if err != nil {
+		err = p.explain(ctx, err, timeout)
+		snap = nil
+	}
+	return Result{Server: up.Name, Snapshot: snap, Err: err, Duration: time.Since(start)}
+}
+
+// puller is the state of one server's pull.
+type puller struct {
+	up      Upstream
+	logs    *sdkLog
+	stage   string
+	version string
+}
+
+func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
+	if !catalog.ValidServerName(p.up.Name) {
+		return nil, fmt.Errorf("%q is not a server name", p.up.Name)
+	}
+	p.stage = "starting it"
+	t, err := p.up.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	version := p.version
+	if version == "" {
+		version = "dev"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "policyc-catalog", Version: version}, &mcp.ClientOptions{
+		Logger:       slog.New(p.logs),
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	p.stage = "initializing"
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		// A stdio transport starts its program when it connects.
+		var pe *fs.PathError
+		var ee *exec.Error
+		if errors.As(err, &pe) || errors.As(err, &ee) {
+			p.stage = "starting it"
+		}
+		return nil, err
+	}
+	defer cs.Close()
+	caps := &mcp.ServerCapabilities{}
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
+		caps = ir.Capabilities
+	}
+	s := &catalog.Snapshot{Server: p.up.Name}
+	if caps.Tools != nil {
+		p.stage = "listing tools"
+		tools, err := paginate(ctx, func(cursor string) ([]*mcp.Tool, string, error) {
+			res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Tools, res.NextCursor, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		if excluded := p.logs.excluded(); len(excluded) > 0 {
+			return nil, fmt.Errorf("tools/list: malformed listing: %s", strings.Join(excluded, "; "))
+		}
+		for _, t := range tools {
+			ct, err := convertTool(t)
+			if err != nil {
+				return nil, fmt.Errorf("tools/list: malformed listing: %w", err)
+			}
+			s.Tools = append(s.Tools, ct)
+		}
+	}
+	if caps.Prompts != nil {
+		p.stage = "listing prompts"
+		prompts, err := paginate(ctx, func(cursor string) ([]*mcp.Prompt, string, error) {
+			res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Prompts, res.NextCursor, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("prompts/list: %w", err)
+		}
+		for _, x := range prompts {
+			if x == nil {
+				return nil, errors.New("prompts/list: malformed listing: a null prompt")
+			}
+			cp := catalog.Prompt{Name: x.Name, Title: x.Title, Description: x.Description}
+			for _, a := range x.Arguments {
+				if a == nil {
+					return nil, fmt.Errorf("prompts/list: malformed listing: prompt %q has a null argument", x.Name)
+				}
+				cp.Arguments = append(cp.Arguments, catalog.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+			}
+			s.Prompts = append(s.Prompts, cp)
+		}
+	}
+	if caps.Resources != nil {
+		p.stage = "listing resources"
+		resources, err := paginate(ctx, func(cursor string) ([]*mcp.Resource, string, error) {
+			res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.Resources, res.NextCursor, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("resources/list: %w", err)
+		}
+		for _, x := range resources {
+			if x == nil {
+				return nil, errors.New("resources/list: malformed listing: a null resource")
+			}
+			s.Resources = append(s.Resources, catalog.Resource{URI: x.URI, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
+		}
+		p.stage = "listing resource templates"
+		templates, err := paginate(ctx, func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return res.ResourceTemplates, res.NextCursor, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("resources/templates/list: %w", err)
+		}
+		for _, x := range templates {
+			if x == nil {
+				return nil, errors.New("resources/templates/list: malformed listing: a null template")
+			}
+			s.ResourceTemplates = append(s.ResourceTemplates, catalog.ResourceTemplate{URITemplate: x.URITemplate, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
+		}
+	}
+	// Encoding checks what the SDK does not: names present and unique,
+	// schemas valid JSON.
+	if _, err := catalog.Encode(s); err != nil {
+		return nil, fmt.Errorf("malformed listing: %w", err)
+	}
+	return s, nil
+}
+
+// explain turns a failure into an error that says what was happening, and
+// what the server said on its standard error.
+func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
+	msg := err.Error()
+	if ctx.Err() == context.DeadlineExceeded {
+		msg = fmt.Sprintf("timed out after %s while %s", timeout, p.stage)
+	} else if p.stage == "starting it" || p.stage == "initializing" {
+		msg = fmt.Sprintf("%s: %s", p.stage, msg)
+	}
+	if strings.Contains(msg, "invalid character") {
+		msg += " (the server wrote something that is not MCP's JSON-RPC)"
+	}
+	if p.up.stderr != nil {
+		if last := p.up.stderr.lastLine(); last != "" {
+			msg += fmt.Sprintf(" (its stderr: %q)", last)
+		}
+	}
+	if logged := p.logs.first(); logged != "" && !strings.Contains(msg, logged) {
+		msg += fmt.Sprintf(" (client: %s)", logged)
+	}
+	return errors.New(msg)
+}
+
+// paginate follows cursors until the server returns none.
+func paginate[T any](ctx context.Context, page func(cursor string) ([]*T, string, error)) ([]*T, error) {
+	var out []*T
+	seen := map[string]bool{}
+	cursor := ""
+	for n := 0; ; n++ {
+		if n == maxPages {
+			return nil, fmt.Errorf("more than %d pages", maxPages)
+		}
+		items, next, err := page(cursor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if len(out) > maxItems {
+			return nil, fmt.Errorf("more than %d items", maxItems)
+		}
+		if next == "" {
+			return out, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("the server returned cursor %q twice: its pagination does not end", next)
+		}
+		seen[next] = true
+		cursor = next
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tail keeps the last few kilobytes a subprocess wrote to its stderr.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 4096
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailSize:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) lastLine() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 200 {
+		last = last[:200] + "…"
+	}
+	return last
+}
+
+// sdkLog collects what the SDK's client logs at error level: the tools it
+// drops from a listing as invalid, and wire errors it would otherwise only
+// log.
+type sdkLog struct {
+	mu   sync.Mutex
+	msgs []string
+	excl []string
+}
+
+func (l *sdkLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
+func (l *sdkLog) WithAttrs([]slog.Attr) slog.Handler            { return l }
+func (l *sdkLog) WithGroup(string) slog.Handler                 { return l }
+
+func (l *sdkLog) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if strings.HasPrefix(r.Message, "excluding") {
+		l.excl = append(l.excl, b.String())
+	} else if len(l.msgs) < 3 {
+		l.msgs = append(l.msgs, b.String())
+	}
+	return nil
+}
+
+func (l *sdkLog) excluded() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.excl...)
+}
+
+func (l *sdkLog) first() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.msgs) == 0 {
+		return ""
+	}
+	return l.msgs[0]
+}

@@ -1,0 +1,258 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/catalog/pull/internal/fixture"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
+
+// testserver is the fixture server built as a program (TestMain).
+var testserver string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "pull-testserver-")
+	if err != nil {
+		panic(err)
+	}
+	testserver = filepath.Join(dir, "testserver")
+	if out, err := exec.Command("go", "build", "-o", testserver, "./internal/testserver").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build testserver: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func inMemory(name string, o fixture.Options) Upstream {
+	return Upstream{Name: name, Dial: fixture.Dial(o)}
+}
+
+func encode(t *testing.T, s *catalog.Snapshot) []byte {
+	t.Helper()
+	b, err := catalog.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("snapshot differs from %s:\n%s", path, got)
+	}
+}
+
+func pullOne(t *testing.T, up Upstream, timeout time.Duration) Result {
+	t.Helper()
+	return One(context.Background(), up, Options{Timeout: timeout, Version: "test"})
+}
+
+// An in-process server over the SDK's in-memory transports: tools with and
+// without annotations, prompts, resources, a template; page size 1 makes
+// the client follow a cursor for every item.
+func TestPullInMemory(t *testing.T) {
+	r := pullOne(t, inMemory("github", fixture.Options{Variant: fixture.Base, PageSize: 1}), 10*time.Second)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := r.Snapshot.Counts(); got != "4 tools, 2 prompts, 2 resources, 1 template" {
+		t.Errorf("counts: %s", got)
+	}
+	golden(t, "github.golden.json", encode(t, r.Snapshot))
+	c := &catalog.Catalog{Servers: map[string]*catalog.Snapshot{"github": r.Snapshot}}
+	if get := c.Tool("github", "get_issue"); get == nil || !get.ReadOnly() || get.MayDestroy() {
+		t.Errorf("get_issue: %+v", get)
+	}
+	if del := c.Tool("github", "delete_repo"); del == nil || del.Annotations != nil || !del.MayDestroy() {
+		t.Errorf("delete_repo: %+v", del)
+	}
+	if ci := c.Tool("github", "create_issue"); ci == nil || ci.MayDestroy() || ci.ReadOnly() {
+		t.Errorf("create_issue: %+v", ci)
+	}
+}
+
+// Determinism: two pulls, with different page sizes (so the server lists
+// in different chunks), give byte-identical snapshots.
+func TestPullTwiceIsByteIdentical(t *testing.T) {
+	a := pullOne(t, inMemory("github", fixture.Options{PageSize: 1}), 10*time.Second)
+	b := pullOne(t, inMemory("github", fixture.Options{PageSize: 3}), 10*time.Second)
+	if a.Err != nil || b.Err != nil {
+		t.Fatal(a.Err, b.Err)
+	}
+	if !bytes.Equal(encode(t, a.Snapshot), encode(t, b.Snapshot)) {
+		t.Errorf("two pulls of the same server differ")
+	}
+}
+
+// A real subprocess over stdio gives the same snapshot as the in-process
+// server.
+func TestPullSubprocess(t *testing.T) {
+	r := pullOne(t, Command("github", testserver, []string{"-page", "2"}, nil, ""), 20*time.Second)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	golden(t, "github.golden.json", encode(t, r.Snapshot))
+}
+
+func TestPullDrift(t *testing.T) {
+	base := pullOne(t, inMemory("github", fixture.Options{}), 10*time.Second)
+	changed := pullOne(t, Command("github", testserver, []string{"-variant", "changed"}, nil, ""), 20*time.Second)
+	if base.Err != nil || changed.Err != nil {
+		t.Fatal(base.Err, changed.Err)
+	}
+	var got []string
+	for _, c := range catalog.Diff(base.Snapshot, changed.Snapshot) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"tool close_issue: added",
+		"tool get_issue: input schema changed; readOnlyHint true -> false",
+		"tool search: removed",
+		"prompt summarize: arguments changed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("drift:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestPullFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		up      Upstream
+		timeout time.Duration
+		want    []string
+	}{
+		{"no such program", Command("s", filepath.Join(t.TempDir(), "missing"), nil, nil, ""), 5 * time.Second,
+			[]string{"starting it", "no such file"}},
+		{"exits at once", Command("s", testserver, []string{"-mode", "exit"}, nil, ""), 5 * time.Second,
+			[]string{"initializing", `its stderr: "testserver: missing API token"`}},
+		{"hangs", Command("s", testserver, []string{"-mode", "hang"}, nil, ""), time.Second,
+			[]string{"timed out after 1s while initializing"}},
+		{"writes garbage", Command("s", testserver, []string{"-mode", "garbage"}, nil, ""), 3 * time.Second,
+			[]string{`its stderr: "testserver: wrote garbage"`}},
+		{"bad name", inMemory("-x", fixture.Options{}), time.Second, []string{`"-x" is not a server name`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := pullOne(t, tc.up, tc.timeout)
+			if r.Err == nil || r.Snapshot != nil {
+				t.Fatalf("want a failure, got snapshot %v err %v", r.Snapshot, r.Err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Err.Error(), w) {
+					t.Errorf("error %q does not say %q", r.Err, w)
+				}
+			}
+			if r.Duration > tc.timeout+5*time.Second {
+				t.Errorf("a failure took %s", r.Duration)
+			}
+		})
+	}
+}
+
+// malformed is a server whose listings are replaced by result.
+func malformed(method string, result mcp.Result) Upstream {
+	return Upstream{Name: "bad", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		srv := fixture.Server(fixture.Options{})
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, m string, req mcp.Request) (mcp.Result, error) {
+				if m == method {
+					return result, nil
+				}
+				return next(ctx, m, req)
+			}
+		})
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}
+}
+
+func TestPullMalformedListings(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{"type":"object"}`)
+	for _, tc := range []struct {
+		name, method string
+		result       mcp.Result
+		want         string
+	}{
+		{"duplicate tool", "tools/list", &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "a", InputSchema: schema}, {Name: "a", InputSchema: schema}}},
+			`tools: "a" is listed twice`},
+		{"nameless tool", "tools/list", &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "", InputSchema: schema}}},
+			"a tool without a name"},
+		{"schema not an object", "tools/list", &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "a", InputSchema: json.RawMessage(`"string"`)}}},
+			`tool "a": inputSchema is not a JSON object`},
+		{"endless cursor", "prompts/list", &mcp.ListPromptsResult{NextCursor: "again"},
+			`prompts/list: the server returned cursor "again" twice`},
+		{"resource without uri", "resources/list", &mcp.ListResourcesResult{Resources: []*mcp.Resource{{Name: "r"}}},
+			"a resource without a URI"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := pullOne(t, malformed(tc.method, tc.result), 5*time.Second)
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", r.Err, tc.want)
+			}
+		})
+	}
+}
+
+// Pull runs servers concurrently and reports each as it finishes; a failed
+// server does not stop the others.
+func TestPullManyReportsEach(t *testing.T) {
+	ups := []Upstream{
+		inMemory("a", fixture.Options{ListDelay: 50 * time.Millisecond}),
+		Command("b", testserver, []string{"-mode", "exit"}, nil, ""),
+		inMemory("c", fixture.Options{}),
+	}
+	var mu sync.Mutex
+	var seen []string
+	results := Pull(context.Background(), ups, Options{Timeout: 10 * time.Second, Progress: func(r Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r.Server)
+	}})
+	if len(seen) != 3 {
+		t.Fatalf("progress called for %v", seen)
+	}
+	for i, want := range []string{"a", "b", "c"} {
+		if results[i].Server != want {
+			t.Errorf("results[%d] is %s", i, results[i].Server)
+		}
+	}
+	if results[0].Err != nil || results[1].Err == nil || results[2].Err != nil {
+		t.Errorf("errors: %v / %v / %v", results[0].Err, results[1].Err, results[2].Err)
+	}
+}

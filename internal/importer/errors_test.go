@@ -1,0 +1,133 @@
+package importer
+
+import (
+	"strings"
+	"testing"
+)
+
+func findings(r *Result) string {
+	var lines []string
+	for _, f := range r.Findings {
+		lines = append(lines, f.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestHangarRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown keys are listed with positions", `
+logging: {level: INFO}
+mcp_sevrers: {}
+mcp_servers:
+  github:
+    comand: [npx]
+    tools:
+      deny_lst: ["delete_*"]
+      allow_list: ["get_*"]
+    acess: {}
+`, []string{
+			`config.yaml:3:1: error: mcp_sevrers: unknown key "mcp_sevrers": not carried over, and not ignored` + "\n\tdid you mean \"mcp_servers\"?",
+			`config.yaml:6:5: error: mcp_servers.github.comand: unknown key "comand"` + ": not carried over, and not ignored\n\tdid you mean \"command\"?",
+			`config.yaml:8:7: error: mcp_servers.github.tools.deny_lst: unknown key "deny_lst": not carried over, and not ignored` + "\n\tdid you mean \"deny_list\"?",
+			`config.yaml:10:5: error: mcp_servers.github.acess: unknown key "acess"` + ": not carried over, and not ignored\n\tdid you mean \"access\"?",
+		}},
+		{"approval_list under prompt or resource is refused", `
+mcp_servers:
+  docs:
+    access:
+      prompt: {approval_list: ["draft_*"]}
+      resource:
+        approval_list: ["docs://*"]
+`, []string{
+			"config.yaml:5:16: error: mcp_servers.docs.access.prompt.approval_list: approval_list under prompt is refused: no approval hold exists on a fetch (policyc refuses it too, permanently)\n\tuse deny_list to withhold the item",
+			"config.yaml:7:9: error: mcp_servers.docs.access.resource.approval_list: approval_list under resource is refused",
+		}},
+		{"values of the wrong type", `
+mcp_servers:
+  s:
+    tools:
+      allow_list: "get_*"
+      deny_list: [42, ""]
+      approval_timeout_seconds: -5
+`, []string{
+			`config.yaml:5:19: error: mcp_servers.s.tools.allow_list: expected a list of patterns, found the string "get_*"`,
+			`config.yaml:6:19: error: mcp_servers.s.tools.deny_list[0]: expected a non-empty string pattern, found the int 42`,
+			`config.yaml:6:23: error: mcp_servers.s.tools.deny_list[1]: expected a non-empty string pattern, found the string ""`,
+			`config.yaml:7:33: error: mcp_servers.s.tools.approval_timeout_seconds: expected a positive whole number of seconds, found "-5"`,
+		}},
+		{"policies that cannot be carried over", `
+tool_access: {member: {}}
+mcp_servers:
+  "bad name": {}
+  pool:
+    mode: group
+    members:
+      - id: one
+        tools: {deny_list: ["x"]}
+  ranges:
+    tools: {deny_list: ["[z-a]"]}
+`, []string{
+			"config.yaml:2:1: error: tool_access: per-tenant tool access cannot be carried over",
+			`config.yaml:4:3: error: mcp_servers.bad name: "bad name" cannot name a policyc server`,
+			"config.yaml:9:9: error: mcp_servers.pool.members[0].tools: an access policy on one member of a group cannot be carried over",
+			`config.yaml:11:25: error: mcp_servers.ranges.tools.deny_list[0]: cannot be carried over exactly: pattern "[z-a]" has the reversed range z-a`,
+		}},
+		{"not YAML", "mcp_servers:\n  a: [\n", []string{"config.yaml:2: error: not valid YAML: did not find expected node content"}},
+		{"no servers", "logging: {}\n", []string{"error: no mcp_servers section: nothing to import"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Hangar("config.yaml", []byte(tc.src))
+			if r.CUE != nil || !r.HasErrors() {
+				t.Fatalf("imported despite errors:\n%s", findings(r))
+			}
+			got := findings(r)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("findings do not hold %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestClaudeCodeRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"rules outside the grammar", `{"permissions": {
+  "allow": ["mcp__*", "mcp__github__get_*", "mcp__github__get_issue(repo:x)", "mcp__", "mcp__github__"],
+  "deny": [7]
+}}`, []string{
+			`settings.json:2:13: error: permissions.allow[0]: not a rule Claude Code's grammar allows: "mcp__*": a wildcard must follow a literal mcp__<server>__ prefix`,
+			`settings.json:2:23: error: permissions.allow[1]: not a rule Claude Code's grammar allows: "mcp__github__get_*": Claude Code matches a wildcard only as the whole tool name (mcp__github__*), not within one`,
+			`settings.json:2:45: error: permissions.allow[2]: not a rule Claude Code's grammar allows: "mcp__github__get_issue(repo:x)": Claude Code has no argument patterns`,
+			`permissions.allow[3]: not a rule Claude Code's grammar allows: "mcp__" names no server`,
+			`permissions.allow[4]: not a rule Claude Code's grammar allows: "mcp__github__" names no tool after the server`,
+			`settings.json:3:12: error: permissions.deny[0]: expected a rule (a string), found a number`,
+		}},
+		{"unknown keys and modes", `{"permissions": {"alow": ["mcp__x"], "defaultMode": "bypassPermissions"}}`, []string{
+			`settings.json:1:18: error: permissions.alow: unknown key "alow": not carried over, and not ignored` + "\n\tdid you mean \"allow\"?",
+			"permissions.defaultMode: bypassPermissions runs tools without asking",
+		}},
+		{"no MCP rules", `{"permissions": {"allow": ["Bash(ls)"]}}`, []string{"error: permissions: no MCP permission rules (mcp__...): nothing to import"}},
+		{"not JSON", "{\n  \"permissions\": {\n    \"allow\": [\"mcp__x\",]\n  }\n}", []string{"settings.json:3:24: error: not valid JSON: invalid character ']'"}},
+		{"duplicate key", `{"permissions": {}, "permissions": {}}`, []string{`settings.json:1:21: error: key "permissions" appears twice (first at settings.json:1:2)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ClaudeCode("settings.json", []byte(tc.src))
+			if r.CUE != nil || !r.HasErrors() {
+				t.Fatalf("imported despite errors:\n%s", findings(r))
+			}
+			got := findings(r)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("findings do not hold %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

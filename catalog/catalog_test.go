@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -205,5 +206,22 @@ func TestDiff(t *testing.T) {
 	}
 	if d := Diff(sample(), sample()); len(d) != 0 {
 		t.Errorf("Diff of equal snapshots: %v", d)
+	}
+}
+
+// A Catalog supplies the catalogued names policyc diff compares
+// (decisiondiff.Items).
+func TestCatalogIsDecisionDiffItems(t *testing.T) {
+	var items interface {
+		Names(server string, kind runtime.Kind) []string
+	} = &Catalog{Servers: map[string]*Snapshot{"github": sample()}}
+	if got := items.Names("github", runtime.Tool); strings.Join(got, ",") != "create_issue,delete_repo,search" {
+		t.Errorf("tools: %v", got)
+	}
+	if got := items.Names("github", runtime.Resource); strings.Join(got, ",") != "repo://a,repo://b" {
+		t.Errorf("resources: %v", got)
+	}
+	if got := items.Names("other", runtime.Prompt); got != nil {
+		t.Errorf("unknown server: %v", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -98,8 +99,8 @@ func Parse(files []File) (*Catalog, error) {
 	return c, nil
 }
 
-// Names returns the catalogued servers, sorted.
-func (c *Catalog) Names() []string {
+// ServerNames returns the catalogued servers, sorted.
+func (c *Catalog) ServerNames() []string {
 	names := make([]string, 0, len(c.Servers))
 	for n := range c.Servers {
 		names = append(names, n)
@@ -109,10 +110,11 @@ func (c *Catalog) Names() []string {
 }
 
 // Items yields every catalogued tool, prompt and resource: servers in name
-// order, then tools, prompts and resources, each sorted by name.
+// order, then tools, prompts and resources in snapshot order (sorted by
+// name, for snapshots read with ReadDir or Parse).
 func (c *Catalog) Items() iter.Seq[Item] {
 	return func(yield func(Item) bool) {
-		for _, name := range c.Names() {
+		for _, name := range c.ServerNames() {
 			for it := range c.Servers[name].Items() {
 				if !yield(it) {
 					return
@@ -143,9 +145,9 @@ func (s *Snapshot) Items() iter.Seq[Item] {
 	}
 }
 
-// Names returns the names of one kind of item of a server's snapshot, sorted:
-// tool and prompt names, or resource URIs. Nil when the server has no
-// snapshot.
+// ItemNames returns the names of one kind (table.KindTool, KindPrompt or
+// KindResource) of a server's catalogued items, sorted: tool and prompt
+// names, or resource URIs. Nil when the server has no snapshot.
 func (c *Catalog) ItemNames(server, kind string) []string {
 	s := c.Servers[server]
 	if s == nil {
@@ -157,7 +159,14 @@ func (c *Catalog) ItemNames(server, kind string) []string {
 			out = append(out, it.Name)
 		}
 	}
+	sort.Strings(out)
 	return out
+}
+
+// Names is ItemNames with a runtime.Kind: a *Catalog is the Items of
+// internal/decisiondiff, so that policyc diff compares every catalogued item.
+func (c *Catalog) Names(server string, kind runtime.Kind) []string {
+	return c.ItemNames(server, kind.String())
 }
 
 // Tool returns a catalogued tool, or nil.
@@ -166,9 +175,10 @@ func (c *Catalog) Tool(server, name string) *Tool {
 	if s == nil {
 		return nil
 	}
-	i := sort.Search(len(s.Tools), func(i int) bool { return s.Tools[i].Name >= name })
-	if i < len(s.Tools) && s.Tools[i].Name == name {
-		return &s.Tools[i]
+	for i := range s.Tools {
+		if s.Tools[i].Name == name {
+			return &s.Tools[i]
+		}
 	}
 	return nil
 }

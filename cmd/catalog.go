@@ -179,7 +179,6 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 	}
 	fmt.Fprintf(stderr, "%s %s from %s\n", verb, count(len(ups), "server"), o.config)
 	var failed, written, drifted int
-	var writeErr error
 	drift := map[string][]string{}
 	progress := func(r pull.Result) {
 		took := fmt.Sprintf("(%.2fs)", r.Duration.Round(10*time.Millisecond).Seconds())
@@ -208,7 +207,6 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 			switch {
 			case err != nil:
 				failed++
-				writeErr = errors.Join(writeErr, err)
 				fmt.Fprintf(stderr, "  %-*s  FAILED  %v %s\n", width, r.Server, err, took)
 				return
 			case !changed:

@@ -77,6 +77,8 @@ mcp_servers:
 		}},
 		{"not YAML", "mcp_servers:\n  a: [\n", []string{"config.yaml:2: error: not valid YAML: did not find expected node content"}},
 		{"no servers", "logging: {}\n", []string{"error: no mcp_servers section: nothing to import"}},
+		{"two documents", "mcp_servers: {}\n---\nmcp_servers: {a: {}}\n", []string{"config.yaml:2:1: error: a second YAML document: Hangar reads one configuration per file"}},
+		{"empty", "", []string{"error: the file is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Hangar("config.yaml", []byte(tc.src))

@@ -1,7 +1,9 @@
 package importer
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -101,16 +103,34 @@ func (h *hangarImport) unknown(k *yaml.Node, path string, known []string) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
+func (h *hangarImport) yamlError(err error) {
+	msg := err.Error()
+	pos := Pos{File: h.file}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	h.findings = append(h.findings, Finding{Pos: pos, Error: true, Message: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+}
+
 func (h *hangarImport) run(data []byte) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := err.Error()
-		pos := Pos{File: h.file}
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			pos.Line, _ = strconv.Atoi(m[1])
-			msg = msg[len(m[0]):]
-		}
-		h.findings = append(h.findings, Finding{Pos: pos, Error: true, Message: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")})
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	err := dec.Decode(&doc)
+	if err == io.EOF {
+		h.findings = append(h.findings, Finding{Pos: Pos{File: h.file}, Error: true, Message: "the file is empty: no mcp_servers to import"})
+		return
+	}
+	if err != nil {
+		h.yamlError(err)
+		return
+	}
+	var more yaml.Node
+	if err := dec.Decode(&more); err == nil {
+		h.errorf(&more, "", "keep the configuration in one document", "a second YAML document: Hangar reads one configuration per file")
+		return
+	} else if err != io.EOF {
+		h.yamlError(err)
 		return
 	}
 	if len(doc.Content) == 0 {

@@ -239,15 +239,19 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 	}
 	switch {
 	case o.check && drifted > 0:
-		fmt.Fprintf(stderr, "%s of %d differ from %s: run 'policyc catalog pull' and review the change\n", count(drifted, "server"), len(ups), rel)
+		verb := "differ"
+		if drifted == 1 {
+			verb = "differs"
+		}
+		fmt.Fprintf(stderr, "%s of %d %s from %s: run 'policyc catalog pull' and review the change\n", count(drifted, "server"), len(ups), verb, rel)
 		if failed > 0 {
 			fmt.Fprintf(stderr, "%s could not be checked\n", count(failed, "server"))
 		}
 		return withCode(ExitChanged, errSilent)
 	case failed > 0:
-		what := "its old snapshot is kept"
+		what := "its snapshot is left as it was"
 		if failed > 1 {
-			what = "their old snapshots are kept"
+			what = "their snapshots are left as they were"
 		}
 		if o.check {
 			what = "it could not be checked"

@@ -185,7 +185,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 		// A stdio transport starts its program when it connects.
 		var pe *fs.PathError
 		var ee *exec.Error
-		if errors.As(err, &pe) || errors.As(err, &ee) {
+		if errors.As(err, &pe) && strings.HasSuffix(pe.Op, "exec") || errors.As(err, &ee) {
 			p.stage = "starting it"
 		}
 		return nil, err

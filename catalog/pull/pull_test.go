@@ -158,7 +158,7 @@ func TestPullFailures(t *testing.T) {
 			[]string{"initializing", `its stderr: "testserver: missing API token"`}},
 		{"hangs", Command("s", testserver, []string{"-mode", "hang"}, nil, ""), time.Second,
 			[]string{"timed out after 1s while initializing"}},
-		{"writes garbage", Command("s", testserver, []string{"-mode", "garbage"}, nil, ""), 3 * time.Second,
+		{"writes garbage", Command("s", testserver, []string{"-mode", "garbage"}, nil, ""), 10 * time.Second,
 			[]string{`its stderr: "testserver: wrote garbage"`}},
 		{"bad name", inMemory("-x", fixture.Options{}), time.Second, []string{`"-x" is not a server name`}},
 	} {

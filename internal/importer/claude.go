@@ -85,7 +85,8 @@ func ClaudeCode(name string, data []byte) *Result {
 		header: []string{
 			"Claude Code checks deny, then ask, then allow, and the first matching rule",
 			"decides; deny_list, approval_list and allow_list keep that order, and an ask",
-			"rule holds the call until a human approves it.",
+			"rule holds the call until a human approves it. A server no rule names is not",
+			"in this policy: the gateway denies it, where Claude Code would ask.",
 		},
 	}}
 	c.run(data)

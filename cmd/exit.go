@@ -18,7 +18,9 @@ const (
 	// ExitFailure: the tool failed (I/O, a broken table file, an internal
 	// error); says nothing about the policy.
 	ExitFailure = 3
-	// ExitChanged: policyc diff found decisions that change.
+	// ExitChanged: policyc diff found decisions that change, or
+	// policyc catalog pull --check found upstreams that drifted from their
+	// snapshots.
 	ExitChanged = 4
 )
 

@@ -50,7 +50,7 @@ Exit codes:
   1  the policy has problems (compile errors, lint findings at the fail level)
   2  usage error (bad flags or arguments)
   3  the tool failed (I/O, unreadable table); says nothing about the policy
-  4  policyc diff: some decisions change
+  4  policyc diff: some decisions change; catalog pull --check: drift
   10 verify: a bare, unsigned table
   11 verify: the payload or a signature was altered, or the envelope is malformed
   12 verify: signed, but by no trusted key

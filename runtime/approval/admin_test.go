@@ -1,0 +1,335 @@
+package approval
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func hashOf(token string) string {
+	s := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(s[:])
+}
+
+// Tokens of the admin tests: carol and dave approve; alice is an MCP
+// client, and also has an approver token of her own (so she can try to
+// approve her own requests).
+const (
+	carolToken  = "carol-approver-token"
+	daveToken   = "dave-approver-token"
+	aliceAdmin  = "alice-approver-token"
+	aliceClient = "alice-mcp-token"
+)
+
+func adminServer(t *testing.T, g *Gate) *httptest.Server {
+	t.Helper()
+	h, err := g.AdminHandler(AdminOptions{
+		Approvers:    map[string]string{hashOf(carolToken): "carol", hashOf(daveToken): "dave", hashOf(aliceAdmin): "alice"},
+		ClientTokens: map[string]string{hashOf(aliceClient): "alice"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// apiCall calls the admin API and decodes the answer into out.
+func apiCall(t *testing.T, srv *httptest.Server, token, method, path, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v\n%s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestAdminAPI(t *testing.T) {
+	g := openGate(t, "", func(c *Config) { c.Servers = map[string]ServerOptions{"github": {MaxDuration: ForWorkday}} })
+	srv := adminServer(t, g)
+	ch := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":7}`))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+
+	var list struct{ Requests []RequestView }
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending", "", &list); st != 200 || len(list.Requests) != 1 {
+		t.Fatalf("list: %d %+v", st, list)
+	}
+	v := list.Requests[0]
+	if v.ID != r.ID || v.Waiting != 1 || v.Client != "test-agent 1.0" || v.Origin != "policy.cue:7" || strings.Join(v.Durations, ",") != "once,1h,8h" || v.URL == "" {
+		t.Fatalf("list entry %+v", v)
+	}
+	var show RequestView
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests/"+r.ID, "", &show); st != 200 || show.Fingerprint != r.Fingerprint {
+		t.Fatalf("show: %d %+v", st, show)
+	}
+
+	var e ErrorBody
+	for _, tc := range []struct {
+		token, method, path, body string
+		status                    int
+		want                      string
+	}{
+		{"", "GET", "/api/v1/requests", "", 401, "no token"},
+		{"nonsense", "GET", "/api/v1/requests", "", 401, "unknown token"},
+		{aliceClient, "GET", "/api/v1/requests", "", 401, "MCP client token"},
+		{aliceClient, "POST", "/api/v1/requests/" + r.ID + "/approve", `{}`, 401, "MCP client token"},
+		{carolToken, "GET", "/api/v1/requests/apr-aaaaaaaaaaaaaaaa", "", 404, "no approval request"},
+		{carolToken, "POST", "/api/v1/requests/apr-aaaaaaaaaaaaaaaa/approve", `{}`, 404, "no approval request"},
+		{carolToken, "GET", "/api/v1/requests?status=weird", "", 400, "use pending"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"7d"}`, 400, "at most 8h"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once","extra":1}`, 400, "unknown field"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `[1]`, 400, "not a decision"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/deny", `{"for":"1h"}`, 400, "no duration"},
+		{aliceAdmin, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once"}`, 403, "cannot decide it"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/revoke", ``, 409, "is pending"},
+		{carolToken, "GET", "/api/v1/nothing", "", 404, "no such admin API endpoint"},
+	} {
+		e = ErrorBody{}
+		st := apiCall(t, srv, tc.token, tc.method, tc.path, tc.body, &e)
+		if st != tc.status || e.Status != tc.status || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%s %s (%s): %d %q, want %d %q", tc.method, tc.path, tc.body, st, e.Error, tc.status, tc.want)
+		}
+	}
+	still(t, ch)
+
+	var decided RequestView
+	if st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r.ID+"/approve", `{"for":"8h","reason":"release day"}`, &decided); st != 200 {
+		t.Fatalf("approve: %d", st)
+	}
+	if decided.Status != Approved || decided.Decision.By != "carol" || !strings.HasPrefix(decided.Decision.From, "api 127.0.0.1:") || !decided.Active {
+		t.Fatalf("approved: %+v %+v", decided, decided.Decision)
+	}
+	if h := recv(t, ch); h.o.Answer != AnswerRun {
+		t.Fatal(h.o.Answer)
+	}
+	e = ErrorBody{}
+	if st := apiCall(t, srv, daveToken, "POST", "/api/v1/requests/"+r.ID+"/deny", `{}`, &e); st != 409 || !strings.Contains(e.Error, "already approved (8h) by carol") {
+		t.Fatalf("deny after approve: %d %q", st, e.Error)
+	}
+	var active struct{ Requests []RequestView }
+	apiCall(t, srv, carolToken, "GET", "/api/v1/requests?active=true", "", &active)
+	if len(active.Requests) != 1 || active.Requests[0].ID != r.ID {
+		t.Fatalf("active: %+v", active)
+	}
+	var revoked RequestView
+	if st := apiCall(t, srv, daveToken, "POST", "/api/v1/requests/"+r.ID+"/revoke", "", &revoked); st != 200 || revoked.Decision.Revoked.By != "dave" || revoked.Active {
+		t.Fatalf("revoke: %d %+v", st, revoked.Decision)
+	}
+	e = ErrorBody{}
+	if st := apiCall(t, srv, daveToken, "POST", "/api/v1/requests/"+r.ID+"/revoke", "", &e); st != 409 {
+		t.Fatalf("second revoke: %d %q", st, e.Error)
+	}
+
+	// Expired: 409.
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := hold(ctx, g, call("alice", "delete_branch", `{}`))
+	r2 := pendingFor(t, g, "alice", "delete_branch", 1)
+	cancel()
+	recv(t, gone)
+	e = ErrorBody{}
+	if st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r2.ID+"/approve", `{}`, &e); st != 409 || !strings.Contains(e.Error, "expired") {
+		t.Fatalf("approve expired: %d %q", st, e.Error)
+	}
+}
+
+func TestAdminTokens(t *testing.T) {
+	g := openGate(t, "", nil)
+	if _, err := g.AdminHandler(AdminOptions{}); err == nil || !strings.Contains(err.Error(), "no approver tokens") {
+		t.Fatalf("no approvers: %v", err)
+	}
+	if _, err := g.AdminHandler(AdminOptions{Approvers: map[string]string{"xyz": "carol"}}); err == nil || !strings.Contains(err.Error(), "not a hex SHA-256") {
+		t.Fatalf("bad hash: %v", err)
+	}
+	_, err := g.AdminHandler(AdminOptions{Approvers: map[string]string{hashOf("t"): "carol"}, ClientTokens: map[string]string{hashOf("t"): "alice"}})
+	if err == nil || !strings.Contains(err.Error(), "both an MCP client token and approver carol's") {
+		t.Fatalf("shared token: %v", err)
+	}
+}
+
+// browser is a cookie-keeping HTTP client that does not follow redirects.
+type browser struct {
+	t      *testing.T
+	srv    *httptest.Server
+	client *http.Client
+}
+
+func newBrowser(t *testing.T, srv *httptest.Server) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, srv: srv, client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) do(method, path string, form url.Values, header map[string]string) (int, string, http.Header) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.srv.URL+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out), resp.Header
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+func TestApprovalsPage(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	ch := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":7,"title":"<script>alert(1)</script>"}`))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	b := newBrowser(t, srv)
+
+	// A link to one request, followed before signing in, lands on it
+	// after.
+	st, _, h := b.do("GET", "/approvals/"+r.ID, nil, nil)
+	if st != http.StatusSeeOther || h.Get("Location") != "/login?next=%2Fapprovals%2F"+r.ID {
+		t.Fatalf("unsigned: %d %s", st, h.Get("Location"))
+	}
+	st, body, _ := b.do("POST", "/login", url.Values{"token": {aliceClient}, "next": {"/approvals/" + r.ID}}, nil)
+	if st != 401 || !strings.Contains(body, "MCP client token") {
+		t.Fatalf("MCP token on the page: %d", st)
+	}
+	st, _, _ = b.do("POST", "/login", url.Values{"token": {carolToken}, "next": {"/approvals/" + r.ID}}, map[string]string{"Origin": "https://evil.example"})
+	if st != 403 {
+		t.Fatalf("cross-site sign-in: %d", st)
+	}
+	st, _, h = b.do("POST", "/login", url.Values{"token": {carolToken}, "next": {"/approvals/" + r.ID}}, nil)
+	if st != http.StatusSeeOther || h.Get("Location") != "/approvals/"+r.ID {
+		t.Fatalf("sign-in: %d %s", st, h.Get("Location"))
+	}
+	if c := h.Get("Set-Cookie"); !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Lax") {
+		t.Fatalf("cookie %q", c)
+	}
+	st, body, h = b.do("GET", "/approvals/"+r.ID, nil, nil)
+	if st != 200 {
+		t.Fatalf("request page: %d", st)
+	}
+	for _, want := range []string{`id="` + r.ID + `"`, "merge_pull_request", "alice", "test-agent 1.0", "policy.cue:7", "&lt;script&gt;", r.ID + "-once", r.ID + "-7d", r.ID + "-deny"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("request page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script>") {
+		t.Fatal("the preview is not escaped")
+	}
+	if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Fatalf("headers %v", h)
+	}
+	csrf := csrfField.FindStringSubmatch(body)[1]
+
+	// Forms without the CSRF token, or from another site, are refused.
+	for _, tc := range []struct {
+		form   url.Values
+		header map[string]string
+	}{
+		{url.Values{"decision": {"once"}}, nil},
+		{url.Values{"decision": {"once"}, "csrf": {strings.Repeat("0", 64)}}, nil},
+		{url.Values{"decision": {"once"}, "csrf": {csrf}}, map[string]string{"Origin": "https://evil.example"}},
+		{url.Values{"decision": {"once"}, "csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+	} {
+		if st, _, _ := b.do("POST", "/approvals/"+r.ID, tc.form, tc.header); st != 403 {
+			t.Fatalf("forged form %v %v: %d", tc.form, tc.header, st)
+		}
+	}
+	// Another browser, not signed in, cannot decide.
+	if st, _, _ := newBrowser(t, srv).do("POST", "/approvals/"+r.ID, url.Values{"decision": {"once"}, "csrf": {csrf}}, nil); st != 401 {
+		t.Fatalf("unsigned decision: %d", st)
+	}
+	still(t, ch)
+
+	// The list shows it with its buttons.
+	st, body, _ = b.do("GET", "/approvals", nil, nil)
+	if st != 200 || !strings.Contains(body, "Waiting for a decision (1)") || !strings.Contains(body, `href="/approvals/`+r.ID+`"`) {
+		t.Fatalf("list page: %d\n%s", st, body)
+	}
+
+	st, _, h = b.do("POST", "/approvals/"+r.ID, url.Values{"decision": {"1h"}, "csrf": {csrf}}, map[string]string{"Origin": srv.URL})
+	if st != http.StatusSeeOther || h.Get("Location") != "/approvals/"+r.ID {
+		t.Fatalf("decide: %d %s", st, h.Get("Location"))
+	}
+	if h := recv(t, ch); h.o.Answer != AnswerRun || h.o.By != "carol" || h.o.For != "1h" {
+		t.Fatalf("held call: %+v", h.o)
+	}
+	got, _ := g.Get(r.ID)
+	if !strings.HasPrefix(got.Decision.From, "page 127.0.0.1:") {
+		t.Fatalf("from %q", got.Decision.From)
+	}
+	// Deciding again: 409, shown on the page.
+	st, body, _ = b.do("POST", "/approvals/"+r.ID, url.Values{"decision": {"deny"}, "csrf": {csrf}}, nil)
+	if st != 409 || !strings.Contains(body, "already approved (1h) by carol") {
+		t.Fatalf("decide twice: %d", st)
+	}
+	// Revoke from the page.
+	if st, _, _ := b.do("POST", "/approvals/"+r.ID+"/revoke", url.Values{"csrf": {csrf}}, nil); st != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", st)
+	}
+	if got, _ := g.Get(r.ID); got.Decision.Revoked == nil || got.Decision.Revoked.By != "carol" {
+		t.Fatalf("not revoked: %+v", got.Decision)
+	}
+	if st, body, _ := b.do("GET", "/approvals/apr-aaaaaaaaaaaaaaaa", nil, nil); st != 404 || !strings.Contains(body, "no approval request") && !strings.Contains(body, "There is no approval request") {
+		t.Fatalf("unknown request page: %d", st)
+	}
+	// Alice, signed in as an approver, sees her own request without
+	// buttons, and cannot decide it by posting the form anyway.
+	ch2 := hold(context.Background(), g, call("alice", "delete_branch", `{}`))
+	r2 := pendingFor(t, g, "alice", "delete_branch", 1)
+	a := newBrowser(t, srv)
+	a.do("POST", "/login", url.Values{"token": {aliceAdmin}}, nil)
+	_, body, _ = a.do("GET", "/approvals/"+r2.ID, nil, nil)
+	if strings.Contains(body, r2.ID+"-once") || !strings.Contains(body, "cannot decide it") {
+		t.Fatal("own request offered for decision")
+	}
+	acsrf := csrfField.FindStringSubmatch(body)[1]
+	if st, _, _ := a.do("POST", "/approvals/"+r2.ID, url.Values{"decision": {"once"}, "csrf": {acsrf}}, nil); st != 403 {
+		t.Fatalf("self-approval on the page: %d", st)
+	}
+	still(t, ch2)
+	// Signing out ends the session.
+	a.do("POST", "/logout", url.Values{"csrf": {acsrf}}, nil)
+	if st, _, _ := a.do("GET", "/approvals", nil, nil); st != http.StatusSeeOther {
+		t.Fatalf("after sign-out: %d", st)
+	}
+	mustDecide(t, g, r2.ID, VerdictDeny, "")
+	recv(t, ch2)
+	// An open redirect through next is not possible.
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+		_, _, h := newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {next}}, nil)
+		if h.Get("Location") != "/approvals" {
+			t.Fatalf("next %q redirected to %q", next, h.Get("Location"))
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package approval
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// chromium is where Debian's chromium package puts the browser.
+const chromium = "/usr/bin/chromium"
+
+// browserContext starts a headless Chromium with a fresh profile and
+// returns a tab's context. The test skips when Chromium is not installed.
+func browserContext(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("skipping the browser test: it needs Chromium at %s (Debian: apt-get install -y chromium)", chromium)
+	}
+	profile, err := os.MkdirTemp("", "policyc-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Chromium's helpers may still write to the profile for a moment
+		// after the browser exits.
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+	)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(alloc)
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// A real click on the approvals page approves a held call, and the call
+// then completes: the link to the request lands on it after signing in.
+func TestBrowserApprove(t *testing.T) {
+	ctx := browserContext(t)
+	gate := openGate(t, "", pageOnly)
+	srv := adminServer(t, gate)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
+		done <- out{res, err}
+	}()
+	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+
+	// The link an approver is sent: not signed in yet, so the sign-in form.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/approvals/"+r.ID)); err != nil {
+		t.Fatalf("open the request's link: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), carolToken)); err != nil {
+		t.Fatalf("fill in the sign-in form: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("sign-in")))); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != srv.URL+"/approvals/"+r.ID {
+		t.Fatalf("after signing in the page is %s (%v), want the request's", loc, err)
+	}
+	preview, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.preview")))
+	if err != nil || !strings.Contains(preview, "acme/web") || !strings.Contains(preview, "42") {
+		t.Fatalf("preview on the page: %q (%v)", preview, err)
+	}
+	select {
+	case o := <-done:
+		t.Fatalf("the call returned before anyone decided: %+v %v", o.res, o.err)
+	default:
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID(r.ID+"-once")))); err != nil {
+		t.Fatalf("click Approve once: %v", err)
+	}
+	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("dd.outcome")))
+	if err != nil || !strings.Contains(outcome, "approved once by carol") {
+		t.Fatalf("the page after the click says %q (%v)", outcome, err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil || o.res.IsError || !strings.Contains(resultText(o.res), "merge_pull_request ran with") {
+			t.Fatalf("the held call: %+v %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call did not complete after the click")
+	}
+	if n := s.up.count("merge_pull_request"); n != 1 {
+		t.Fatalf("upstream ran %d times", n)
+	}
+	got, _ := gate.Get(r.ID)
+	if got.Decision.By != "carol" || !strings.HasPrefix(got.Decision.From, "page ") || got.Ran != "ran" {
+		t.Fatalf("recorded decision %+v, ran %q", got.Decision, got.Ran)
+	}
+}

@@ -1,0 +1,253 @@
+package approval
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/gateway"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// e2ePolicy holds merge_pull_request for approval on the approvals page and
+// allows echo.
+const e2ePolicy = `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+
+approval_channels: page: approvals_page: {}
+
+mcp_servers: github: access: tool: {
+	allow_list: ["echo"]
+	approval_list: ["merge_pull_request", "delete_branch"]
+	approval_timeout_seconds: 30
+	approval_channel: "page"
+}
+`
+
+func compileTable(t testing.TB, src string, serial uint64) *runtime.Table {
+	t.Helper()
+	res := compiler.Compile(compiler.Input{
+		Files:  []compiler.File{{Name: "policy.cue", Data: []byte(src)}},
+		Source: table.Source{PolicyPath: "test"},
+		Serial: serial,
+	})
+	for _, d := range res.Diagnostics {
+		if d.Severity == compiler.Error {
+			t.Fatalf("test policy does not compile: %s", d.Format(""))
+		}
+	}
+	if _, err := table.Encode(res.Table); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.Load(res.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// upstream is an in-process MCP server whose tools count their
+// invocations.
+type upstream struct {
+	server *mcp.Server
+	calls  sync.Map // tool name → *atomic.Int64
+}
+
+func newUpstream() *upstream {
+	u := &upstream{server: mcp.NewServer(&mcp.Implementation{Name: "github", Version: "1"}, nil)}
+	for _, name := range []string{"echo", "merge_pull_request", "delete_branch"} {
+		u.server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n, _ := u.calls.LoadOrStore(name, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran with " + string(r.Params.Arguments)}}}, nil
+		})
+	}
+	return u
+}
+
+func (u *upstream) count(tool string) int64 {
+	n, ok := u.calls.Load(tool)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+func (u *upstream) dial(ctx context.Context) (mcp.Transport, error) {
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := u.server.Connect(ctx, st, nil); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+type decisions struct {
+	mu      sync.Mutex
+	records []gateway.Record
+}
+
+func (d *decisions) Log(r *gateway.Record) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.records = append(d.records, *r)
+	return nil
+}
+
+// stack is a gateway in front of a counting upstream, with a gate.
+type stack struct {
+	gw   *gateway.Gateway
+	gate *Gate
+	up   *upstream
+	log  *decisions
+}
+
+func newStack(t testing.TB, gate *Gate, policy string) *stack {
+	t.Helper()
+	s := &stack{gate: gate, up: newUpstream(), log: &decisions{}}
+	cfg := gateway.Config{
+		Upstreams:   []gateway.Upstream{{Name: "github", Dial: s.up.dial}},
+		Tables:      func() (*runtime.Table, error) { return compileTable(t, policy, 1), nil },
+		Log:         s.log,
+		CallTimeout: 10 * time.Second,
+	}
+	if gate != nil {
+		cfg.Approvals = gate.Approvals()
+		cfg.Consent = gate.Consents()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	s.gw = gw
+	return s
+}
+
+func (s *stack) client(t testing.TB, principal string) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := s.gw.Connect(context.Background(), principal, st); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "2.1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// pageOnly resolves the one channel the e2e policy names.
+func pageOnly(c *Config) {
+	c.Channels = func(name string) (Channel, bool) {
+		return Channel{Name: name, Kind: ChannelPage}, name == "page"
+	}
+}
+
+func resultText(r *mcp.CallToolResult) string {
+	if r == nil || len(r.Content) == 0 {
+		return ""
+	}
+	if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// 100 concurrent identical calls, from ten sessions of one principal, and
+// one approval once: exactly one upstream invocation.
+func TestGatewayHundredCallsOneRun(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	const sessions, perSession = 10, 10
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	results := make(chan out, sessions*perSession)
+	for i := 0; i < sessions; i++ {
+		cs := s.client(t, "alice")
+		for j := 0; j < perSession; j++ {
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 7, "repo": "acme/web"}})
+				results <- out{res, err}
+			}()
+		}
+	}
+	r := pendingFor(t, gate, "alice", "merge_pull_request", sessions*perSession)
+	if n := len(gate.List(Filter{})); n != 1 {
+		t.Fatalf("%d requests for 100 identical calls", n)
+	}
+	if s.up.count("merge_pull_request") != 0 {
+		t.Fatal("a held call ran before the decision")
+	}
+	mustDecide(t, gate, r.ID, VerdictApprove, ForOnce)
+	ran, refused := 0, 0
+	for i := 0; i < sessions*perSession; i++ {
+		o := <-results
+		switch {
+		case o.err != nil:
+			t.Fatalf("protocol error: %v", o.err)
+		case !o.res.IsError:
+			ran++
+		default:
+			refused++
+			if !strings.Contains(resultText(o.res), r.ID) {
+				t.Fatalf("a folded call's answer does not name the request: %s", resultText(o.res))
+			}
+		}
+	}
+	if got := s.up.count("merge_pull_request"); got != 1 || ran != 1 || refused != 99 {
+		t.Fatalf("upstream ran %d times; %d results ran, %d refused", got, ran, refused)
+	}
+}
+
+// A denial reaches the agent as a tool execution error naming the request
+// and telling it not to route around it.
+func TestGatewayDenyText(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__delete_branch", Arguments: map[string]any{"branch": "main"}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	r := pendingFor(t, gate, "alice", "delete_branch", 1)
+	if _, err := gate.Decide(r.ID, VerdictDeny, "", "main is protected", Approver{Name: "carol", From: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	text := resultText(res)
+	if res == nil || !res.IsError {
+		t.Fatalf("denial is not a tool error: %+v", res)
+	}
+	for _, want := range []string{r.ID, "main is protected", "Do not retry"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("denial text lacks %q: %s", want, text)
+		}
+	}
+	if s.up.count("delete_branch") != 0 {
+		t.Fatal("a denied call ran")
+	}
+	// Allowed tools never touch the gate.
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"x": 1}}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	if n := len(gate.List(Filter{})); n != 1 {
+		t.Fatalf("%d requests; allowed calls make none", n)
+	}
+}

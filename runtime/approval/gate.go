@@ -1,0 +1,1143 @@
+// Package approval is the gateway's approval gate: it holds tool calls the
+// decision table puts on approval until a human decides, bound to the
+// exact arguments, and asks for consent to ui:// resources (SEP-1865).
+//
+// A held call waits in place. Its request carries a fingerprint of the
+// canonical arguments and a safe Preview of them (the arguments themselves
+// are never stored), reaches a human through the server's channel (a
+// webhook, or the approvals page of the admin listener) and ends exactly
+// once: approved, denied or expired. Identical pending requests (same
+// principal, server, tool and fingerprint) fold into one, so a retry loop
+// makes one queue entry. An approval once is consumed by exactly one call;
+// an approval for a duration lets every later call of the tool by the
+// principal pass until it ends or is revoked. Every change is on disk
+// before it takes effect, and in an audit log of who decided what, when
+// and from where.
+//
+// It must never approve by default: a channel that fails to deliver, a
+// store that cannot record, a gateway that restarts, all leave the call
+// not run.
+package approval
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a Gate.
+type Config struct {
+	// StateDir is the gateway's state directory; the store and the audit
+	// log live there. Required.
+	StateDir string
+	// Servers holds per-server options, by the server's name in the table.
+	Servers map[string]ServerOptions
+	// Webhook configures delivery to webhook channels. Without a Secret no
+	// webhook channel works, and the boot check says so.
+	Webhook WebhookOptions
+	// PageURL is the approvals page as approvers reach it (the admin
+	// listener's address, or the URL of a proxy in front of it), e.g.
+	// "https://gateway.example.com:8443". Links to requests are built from
+	// it; empty means requests carry no link.
+	PageURL string
+	// PageServed reports that the admin listener serves the approvals
+	// page, so approvals_page channels reach someone.
+	PageServed bool
+	// OnceWindow is how long an approval once may wait to be used by the
+	// held call before it lapses. Default 30s.
+	OnceWindow time.Duration
+	// ProgressInterval is how often a held call whose client sent a
+	// progress token is told it still waits. Default 15s.
+	ProgressInterval time.Duration
+	// ConsentWait is how long a ui:// read may wait for consent. Default
+	// 60s.
+	ConsentWait time.Duration
+	// Retention is how long a finished request stays in the store (the
+	// audit log keeps it for good). Default 30 days.
+	Retention time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives operational messages (deliveries, failures). Nil
+	// discards them.
+	Logger *slog.Logger
+	// Channels resolves a channel name for callers that pass only the
+	// name (see Call.Channel).
+	Channels func(name string) (Channel, bool)
+}
+
+// ServerOptions are one server's approval options.
+type ServerOptions struct {
+	// NoPreview turns the preview off: approvers see the tool name only.
+	NoPreview bool
+	// MaxDuration caps how long an approval for this server may last:
+	// "once" (nothing is remembered), "1h", "8h" or "7d". Empty means 7d.
+	MaxDuration string
+}
+
+// Channel is how a request reaches a human: the table's channel.
+type Channel struct {
+	Name string
+	// Kind is "webhook" or "approvals_page".
+	Kind string
+	// URL is a webhook's.
+	URL string
+}
+
+// Channel kinds, as the table names them.
+const (
+	ChannelWebhook = "webhook"
+	ChannelPage    = "approvals_page"
+)
+
+// Call is one tool call to hold for approval.
+type Call struct {
+	// Principal asked; Server and Tool are the upstream's own names.
+	Principal, Server, Tool string
+	// Arguments are the call's arguments as canonical JSON: only their
+	// fingerprint and preview are kept.
+	Arguments []byte
+	// Origin is the file:line of the rule that put the tool on approval.
+	Origin string
+	// Timeout is how long the call may be held.
+	Timeout time.Duration
+	// Channel is the server's approval channel; when only its Name is
+	// set, Config.Channels resolves it.
+	Channel Channel
+	// Client and Session say which agent asked, for the approver.
+	Client, Session string
+	// TableSerial and TableDigest identify the table that held the call.
+	TableSerial uint64
+	TableDigest string
+	// Progress, when set, is told at a steady interval that the call still
+	// waits (the client sent a progress token).
+	Progress func(message string)
+	// Recheck, when set, is asked just before an approved call is
+	// released: an error (the serving table no longer holds or allows the
+	// call) means it does not run.
+	Recheck func() error
+}
+
+// Answer is what became of a held call.
+type Answer uint8
+
+// Answers.
+const (
+	// AnswerRun: approved; dispatch the call now, with exactly the
+	// arguments that were reviewed.
+	AnswerRun Answer = iota + 1
+	// AnswerDenied: a human denied it.
+	AnswerDenied
+	// AnswerTimedOut: no one decided in time.
+	AnswerTimedOut
+	// AnswerDuplicate: the call was folded into a request that was
+	// approved once, and the approval went to another call held for the
+	// same request; this one does not run.
+	AnswerDuplicate
+	// AnswerNotRun: approved, but the approval could not be used: the
+	// table no longer holds the call, the approval lapsed or was revoked
+	// before the call could run, or the store could not record its use.
+	AnswerNotRun
+)
+
+var answerNames = [...]string{"", "run", "denied", "timed out", "duplicate", "not run"}
+
+func (a Answer) String() string {
+	if int(a) < len(answerNames) {
+		return answerNames[a]
+	}
+	return fmt.Sprintf("answer(%d)", int(a))
+}
+
+// Outcome is a held call's answer and what the agent may be told about it.
+type Outcome struct {
+	Answer Answer
+	// RequestID is the request the call was held for (or, for a call a
+	// duration approval let through, the request that granted it).
+	RequestID string
+	// URL links to the request on the approvals page, when known.
+	URL string
+	// By is the approver; For the approval's duration.
+	By, For string
+	// Reason is the approver's reason for a denial, or why an approved
+	// call did not run.
+	Reason string
+}
+
+// Errors of Decide and Revoke. The admin API answers them with 404, 409,
+// 403 and 400.
+var (
+	ErrNotFound = errors.New("no such request")
+	ErrDecided  = errors.New("already decided")
+	ErrExpired  = errors.New("expired")
+	ErrSelf     = errors.New("a principal cannot decide its own request")
+	ErrInvalid  = errors.New("invalid decision")
+)
+
+// Approver is who decides, and from where.
+type Approver struct {
+	// Name is the approver's name (its admin token's).
+	Name string
+	// From is where the decision came from: "page" or "api" and the
+	// remote address.
+	From string
+}
+
+// Gate is the approval gate. It is safe for concurrent use.
+type Gate struct {
+	cfg    Config
+	now    func() time.Time
+	logger *slog.Logger
+	store  *store
+
+	mu       sync.Mutex
+	reqs     map[string]*entry
+	pending  map[foldKey]*entry
+	grants   map[grantKey][]*entry
+	closed   bool
+	notified chan struct{} // closed and replaced on every change
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// foldKey is what makes two pending requests the same.
+type foldKey struct {
+	kind                               Kind
+	principal, server, name, fingerprt string
+}
+
+// grantKey is what a remembered approval covers: a tool of a server for a
+// principal, or one ui:// resource.
+type grantKey struct {
+	kind                    Kind
+	principal, server, name string
+}
+
+// entry is a request and the calls held for it.
+type entry struct {
+	r       Request
+	waiters []*waiter
+	// chosen is the call an approval once went to, until it runs.
+	chosen *waiter
+	timer  *time.Timer
+}
+
+type waiter struct {
+	sig chan signal // buffered: one signal per waiter, ever
+	ctx context.Context
+}
+
+type signal struct {
+	kind   sigKind
+	reason string
+}
+
+type sigKind uint8
+
+const (
+	sigOnce sigKind = iota + 1
+	sigGrant
+	sigDeny
+	sigExpired
+	sigDuplicate
+	sigNotRun
+)
+
+// Defaults.
+const (
+	defaultOnceWindow       = 30 * time.Second
+	defaultProgressInterval = 15 * time.Second
+	defaultConsentWait      = 60 * time.Second
+	defaultRetention        = 30 * 24 * time.Hour
+)
+
+// Open opens the store in cfg.StateDir and returns the gate. Requests that
+// were pending when the gateway stopped end as expired (their held calls
+// ended with it), approvals once that had not run end unused, and
+// remembered approvals and consents stand as they were.
+func Open(cfg Config) (*Gate, error) {
+	if cfg.OnceWindow <= 0 {
+		cfg.OnceWindow = defaultOnceWindow
+	}
+	if cfg.ProgressInterval <= 0 {
+		cfg.ProgressInterval = defaultProgressInterval
+	}
+	if cfg.ConsentWait <= 0 {
+		cfg.ConsentWait = defaultConsentWait
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = defaultRetention
+	}
+	cfg.PageURL = strings.TrimSuffix(cfg.PageURL, "/")
+	for name, o := range cfg.Servers {
+		if o.MaxDuration != "" {
+			if _, err := DurationOf(o.MaxDuration); err != nil {
+				return nil, fmt.Errorf("server %s: longest approval: %v", name, err)
+			}
+		}
+	}
+	if err := cfg.Webhook.check(); err != nil {
+		return nil, err
+	}
+	g := &Gate{cfg: cfg, now: cfg.Now, logger: cfg.Logger, reqs: map[string]*entry{}, pending: map[foldKey]*entry{},
+		grants: map[grantKey][]*entry{}, notified: make(chan struct{})}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.logger == nil {
+		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s, stored, torn, err := openStore(cfg.StateDir, g.logger)
+	if err != nil {
+		return nil, err
+	}
+	if torn != "" {
+		g.logger.Warn(torn)
+	}
+	g.store = s
+	now := g.now()
+	var keep []*Request
+	var events []*Event
+	for _, r := range stored {
+		switch {
+		case r.Status == Pending:
+			r.Status, r.Ended, r.End = Expired, now, "the gateway stopped while the call was held; the held call ended with it"
+			events = append(events, r.event(now, "expired", Approver{}, r.End))
+		case r.Status == Approved && r.Decision.For == ForOnce && r.Ran == "":
+			r.Ran = "not run: the gateway stopped before the held call could run"
+			events = append(events, r.event(now, "not_run", Approver{}, r.Ran))
+		}
+		if r.Active(now) || now.Sub(r.finished()) < cfg.Retention {
+			keep = append(keep, r)
+		}
+	}
+	if err := s.compact(keep); err != nil {
+		s.close()
+		return nil, err
+	}
+	for _, ev := range events {
+		if err := s.logEvent(ev); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	for _, r := range keep {
+		e := &entry{r: *r}
+		g.reqs[r.ID] = e
+		if r.Active(now) {
+			k := e.grantKey()
+			g.grants[k] = append(g.grants[k], e)
+		}
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// finished is when a request stopped being pending (or was decided).
+func (r *Request) finished() time.Time {
+	t := r.Ended
+	if d := r.Decision; d != nil {
+		if d.At.After(t) {
+			t = d.At
+		}
+		if d.Revoked != nil && d.Revoked.At.After(t) {
+			t = d.Revoked.At
+		}
+		if !d.Until.IsZero() && d.Until.After(t) {
+			t = d.Until
+		}
+	}
+	if t.IsZero() {
+		t = r.Created
+	}
+	return t
+}
+
+func (e *entry) grantKey() grantKey {
+	name := e.r.Tool
+	if e.r.Kind == KindConsent {
+		name = e.r.URI
+	}
+	return grantKey{e.r.Kind, e.r.Principal, e.r.Server, name}
+}
+
+// Close stops the gate: requests still pending end as expired, their held
+// calls are answered, deliveries stop, and the store is closed.
+func (g *Gate) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	for _, e := range g.pending {
+		g.expireLocked(e, "the gateway stopped")
+	}
+	g.mu.Unlock()
+	g.cancel()
+	g.wg.Wait()
+	return g.store.close()
+}
+
+// Link returns the approvals page's link to request id, or "" when
+// Config.PageURL is not set.
+func (g *Gate) Link(id string) string {
+	if g.cfg.PageURL == "" {
+		return ""
+	}
+	return g.cfg.PageURL + "/approvals/" + id
+}
+
+// CheckChannel reports why the channel named name cannot reach anyone as
+// configured, or nil. The gateway asks it at boot and on every reload for
+// the channel of every server with tool approvals and every ui:// consent
+// channel: a hold nobody can be asked about must not start.
+func (g *Gate) CheckChannel(name string, ch Channel) error {
+	switch ch.Kind {
+	case ChannelPage:
+		if !g.cfg.PageServed {
+			return fmt.Errorf("channel %q is the approvals page, but no admin listener serves it: configure approvals.admin with an address and at least one approver token", name)
+		}
+	case ChannelWebhook:
+		if len(g.cfg.Webhook.Secret) == 0 {
+			return fmt.Errorf("channel %q is a webhook (%s), but no webhook secret is configured to sign deliveries: set approvals.webhook_secret_env to a variable holding at least %d bytes", name, ch.URL, minSecret)
+		}
+		if err := checkWebhookURL(ch.URL); err != nil {
+			return fmt.Errorf("channel %q: %v", name, err)
+		}
+	default:
+		return fmt.Errorf("channel %q: unknown kind %q; this gateway reaches humans through a webhook or the approvals page", name, ch.Kind)
+	}
+	return nil
+}
+
+// maxDuration is the longest approval a server allows.
+func (g *Gate) maxDuration(server string) string {
+	if d := g.cfg.Servers[server].MaxDuration; d != "" {
+		return d
+	}
+	return ForWeek
+}
+
+// AllowedDurations lists the approval durations a request of server may be
+// given, shortest first.
+func (g *Gate) AllowedDurations(server string) []string {
+	limit, _ := DurationOf(g.maxDuration(server))
+	var out []string
+	for _, d := range Durations {
+		if v, _ := DurationOf(d); v <= limit {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// HoldCall holds a tool call until a human decides or ctx ends (the
+// gateway ends it at the approval timeout), and returns what became of
+// it. A duration approval covering the principal and tool lets it through
+// at once. Otherwise it joins the pending request with the same principal,
+// server, tool and fingerprint, or makes a new one and notifies the
+// channel.
+//
+// What each call folded into one request receives: denied, all are
+// denied; expired, all time out; approved for a duration, every one of
+// them runs (the approval covers every call of the tool); approved once,
+// exactly one runs (the oldest still held) and every other is answered
+// AnswerDuplicate without running.
+func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
+	if c.Principal == "" || c.Server == "" || c.Tool == "" {
+		return Outcome{}, errors.New("a held call needs a principal, a server and a tool")
+	}
+	preview, ok := NewPreview(c.Arguments)
+	if !ok {
+		return Outcome{}, errors.New("the arguments of a held call must be a JSON object")
+	}
+	sum := sha256.Sum256(c.Arguments)
+	fp := "sha256:" + hex.EncodeToString(sum[:])
+	now := g.now()
+	gk := grantKey{KindTool, c.Principal, c.Server, c.Tool}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return Outcome{}, errors.New("the approval gate is closed")
+	}
+	if e := g.activeGrantLocked(gk, now); e != nil {
+		id := e.r.ID
+		g.mu.Unlock()
+		return g.runUnderGrant(c.Recheck, id), nil
+	}
+	key := foldKey{KindTool, c.Principal, c.Server, c.Tool, fp}
+	e := g.pending[key]
+	if e == nil {
+		ch, err := g.channel(c.Channel)
+		if err != nil {
+			g.mu.Unlock()
+			return Outcome{}, err
+		}
+		r := Request{
+			Kind: KindTool, Principal: c.Principal, Server: c.Server, Tool: c.Tool, Fingerprint: fp,
+			Preview: preview, Origin: c.Origin, Channel: ch.Name, Client: c.Client, Session: c.Session,
+			TableSerial: c.TableSerial, TableDigest: c.TableDigest,
+		}
+		if g.cfg.Servers[c.Server].NoPreview {
+			r.Preview, r.PreviewOff = nil, true
+		}
+		if e, err = g.createLocked(ctx, r, key, c.Timeout, now, ch); err != nil {
+			g.mu.Unlock()
+			return Outcome{}, err
+		}
+	}
+	w := g.joinLocked(e, ctx)
+	g.mu.Unlock()
+	return g.wait(e, w, c.Progress, c.Recheck), nil
+}
+
+// ConsentCall is one read of an allowlisted ui:// resource.
+type ConsentCall struct {
+	Principal, Server, URI string
+	Channel                Channel
+	Client, Session        string
+	TableSerial            uint64
+	TableDigest            string
+}
+
+// Consent reports whether the principal consents to the ui:// resource:
+// at once when consent is remembered, else after asking through the
+// channel and waiting up to Config.ConsentWait (or until ctx ends). A
+// granted consent is remembered until revoked; a denied or unanswered one
+// denies this read only.
+func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, error) {
+	if c.Principal == "" || c.Server == "" || !strings.HasPrefix(c.URI, "ui://") {
+		return false, Outcome{}, errors.New("consent is asked for a principal's read of a ui:// resource of a server")
+	}
+	now := g.now()
+	gk := grantKey{KindConsent, c.Principal, c.Server, c.URI}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return false, Outcome{}, errors.New("the approval gate is closed")
+	}
+	if e := g.activeGrantLocked(gk, now); e != nil {
+		id := e.r.ID
+		g.mu.Unlock()
+		return true, Outcome{Answer: AnswerRun, RequestID: id, For: ForRemember}, nil
+	}
+	key := foldKey{KindConsent, c.Principal, c.Server, c.URI, ""}
+	e := g.pending[key]
+	if e == nil {
+		ch, err := g.channel(c.Channel)
+		if err != nil {
+			g.mu.Unlock()
+			return false, Outcome{}, err
+		}
+		r := Request{
+			Kind: KindConsent, Principal: c.Principal, Server: c.Server, URI: c.URI, Channel: ch.Name,
+			Client: c.Client, Session: c.Session, TableSerial: c.TableSerial, TableDigest: c.TableDigest,
+		}
+		if e, err = g.createLocked(ctx, r, key, g.cfg.ConsentWait, now, ch); err != nil {
+			g.mu.Unlock()
+			return false, Outcome{}, err
+		}
+	}
+	w := g.joinLocked(e, ctx)
+	g.mu.Unlock()
+	o := g.wait(e, w, nil, nil)
+	return o.Answer == AnswerRun, o, nil
+}
+
+func (g *Gate) channel(ch Channel) (Channel, error) {
+	if ch.Kind == "" && g.cfg.Channels != nil {
+		if c, ok := g.cfg.Channels(ch.Name); ok {
+			ch = c
+			if ch.Name == "" {
+				ch.Name = c.Name
+			}
+		}
+	}
+	if ch.Kind == "" {
+		return ch, fmt.Errorf("approval channel %q is unknown, so no human can be asked", ch.Name)
+	}
+	return ch, nil
+}
+
+// createLocked makes, records and announces a new pending request.
+func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout time.Duration, now time.Time, ch Channel) (*entry, error) {
+	if err := g.store.failed(); err != nil {
+		return nil, fmt.Errorf("the approval store cannot record requests: %w", err)
+	}
+	if timeout <= 0 {
+		timeout = 300 * time.Second
+	}
+	r.ID = newID()
+	r.Status = Pending
+	r.Created = now
+	r.Expires = now.Add(timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(r.Expires) {
+		r.Expires = dl
+	}
+	if ch.Kind == ChannelWebhook {
+		r.Delivery = &Delivery{State: "sending"}
+	}
+	if err := g.store.put(&r, r.event(now, "requested", Approver{}, "")); err != nil {
+		return nil, fmt.Errorf("the approval request could not be recorded, so it was not made: %w", err)
+	}
+	e := &entry{r: r}
+	g.reqs[r.ID] = e
+	g.pending[key] = e
+	e.timer = time.AfterFunc(r.Expires.Sub(now), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if e.r.Status == Pending {
+			g.expireLocked(e, "no one decided in time")
+		}
+	})
+	g.logger.Info("approval requested", "id", r.ID, "kind", string(r.Kind), "principal", r.Principal, "server", r.Server, "tool", r.Tool, "uri", r.URI, "channel", ch.Name, "expires", r.Expires)
+	if ch.Kind == ChannelWebhook {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.deliver(e, ch)
+		}()
+	}
+	g.changedLocked()
+	return e, nil
+}
+
+func (g *Gate) joinLocked(e *entry, ctx context.Context) *waiter {
+	w := &waiter{sig: make(chan signal, 1), ctx: ctx}
+	e.waiters = append(e.waiters, w)
+	e.r.Calls++
+	g.changedLocked()
+	return w
+}
+
+// changedLocked wakes whoever waits for a change (the approvals page's
+// tests and long polls).
+func (g *Gate) changedLocked() {
+	close(g.notified)
+	g.notified = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next change of any request.
+func (g *Gate) Changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.notified
+}
+
+func (g *Gate) activeGrantLocked(k grantKey, now time.Time) *entry {
+	list := g.grants[k]
+	var found *entry
+	kept := list[:0]
+	for _, e := range list {
+		if e.r.Active(now) {
+			kept = append(kept, e)
+			if found == nil || e.r.Decision.For == ForRemember || e.r.Decision.Until.After(found.r.Decision.Until) {
+				found = e
+			}
+		}
+	}
+	clear(list[len(kept):])
+	if len(kept) == 0 {
+		delete(g.grants, k)
+	} else {
+		g.grants[k] = kept
+	}
+	return found
+}
+
+// runUnderGrant lets a call through under the remembered approval id,
+// after the caller's re-check and a last look that it still stands.
+func (g *Gate) runUnderGrant(recheck func() error, id string) Outcome {
+	o := Outcome{RequestID: id, URL: g.Link(id)}
+	if recheck != nil {
+		if err := recheck(); err != nil {
+			o.Answer, o.Reason = AnswerNotRun, err.Error()
+			return o
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.reqs[id]
+	if e == nil || !e.r.Active(g.now()) {
+		o.Answer, o.Reason = AnswerNotRun, "the approval was revoked or ended before the call could run"
+		return o
+	}
+	o.Answer, o.By, o.For = AnswerRun, e.r.Decision.By, e.r.Decision.For
+	return o
+}
+
+// wait waits for w's signal, telling progress meanwhile.
+func (g *Gate) wait(e *entry, w *waiter, progress func(string), recheck func() error) Outcome {
+	var tick <-chan time.Time
+	if progress != nil {
+		t := time.NewTicker(g.cfg.ProgressInterval)
+		defer t.Stop()
+		tick = t.C
+		progress(g.waitingMessage(e))
+	}
+	for {
+		select {
+		case s := <-w.sig:
+			return g.answer(e, w, s, recheck)
+		case <-tick:
+			progress(g.waitingMessage(e))
+		case <-w.ctx.Done():
+			return g.leave(e, w, recheck)
+		}
+	}
+}
+
+func (g *Gate) waitingMessage(e *entry) string {
+	g.mu.Lock()
+	id, kind := e.r.ID, e.r.Kind
+	g.mu.Unlock()
+	what := "a human's approval"
+	if kind == KindConsent {
+		what = "consent"
+	}
+	msg := "waiting for " + what + ": request " + id
+	if l := g.Link(id); l != "" {
+		msg += " (" + l + ")"
+	}
+	return msg
+}
+
+func (g *Gate) outcome(e *entry) Outcome {
+	o := Outcome{RequestID: e.r.ID, URL: g.Link(e.r.ID)}
+	if d := e.r.Decision; d != nil {
+		o.By, o.For, o.Reason = d.By, d.For, d.Reason
+	}
+	return o
+}
+
+// answer turns w's signal into the call's outcome.
+func (g *Gate) answer(e *entry, w *waiter, s signal, recheck func() error) Outcome {
+	g.mu.Lock()
+	o := g.outcome(e)
+	kind := e.r.Kind
+	g.mu.Unlock()
+	switch s.kind {
+	case sigDeny:
+		o.Answer = AnswerDenied
+	case sigExpired:
+		o.Answer, o.Reason = AnswerTimedOut, s.reason
+	case sigDuplicate:
+		o.Answer = AnswerDuplicate
+	case sigNotRun:
+		o.Answer, o.Reason = AnswerNotRun, s.reason
+	case sigGrant:
+		if kind == KindConsent {
+			o.Answer = AnswerRun
+			return o
+		}
+		return g.runUnderGrant(recheck, o.RequestID)
+	case sigOnce:
+		return g.useOnce(e, w, recheck)
+	}
+	return o
+}
+
+// useOnce runs the call an approval once went to: re-check, then record
+// the use, then release it; the other calls held for the request are
+// answered as duplicates.
+func (g *Gate) useOnce(e *entry, w *waiter, recheck func() error) Outcome {
+	var why string
+	if recheck != nil {
+		if err := recheck(); err != nil {
+			why = "not run: " + err.Error()
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	o := g.outcome(e)
+	now := g.now()
+	if why == "" && w.ctx.Err() != nil {
+		// The call ended as it was chosen: the approval goes on to the
+		// next call held for it.
+		g.passOnLocked(e, w)
+		o.Answer, o.Reason = AnswerTimedOut, "the call ended before it could run"
+		return o
+	}
+	if why == "" && now.Sub(e.r.Decision.At) > g.cfg.OnceWindow {
+		why = fmt.Sprintf("not run: the approval was not used within %s of the decision", g.cfg.OnceWindow)
+	}
+	e.chosen = nil
+	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
+	r := e.r.clone()
+	if why == "" {
+		r.Ran = "ran"
+	} else {
+		r.Ran = why
+	}
+	ev := r.event(now, "ran", Approver{}, "")
+	if why != "" {
+		ev = r.event(now, "not_run", Approver{}, why)
+	}
+	if err := g.store.put(&r, ev); err != nil {
+		why = "not run: its use could not be recorded: " + err.Error()
+		r.Ran = why
+	}
+	e.r = r
+	rest := e.waiters
+	e.waiters = nil
+	for _, x := range rest {
+		if why == "" {
+			x.sig <- signal{kind: sigDuplicate}
+		} else {
+			x.sig <- signal{kind: sigNotRun, reason: strings.TrimPrefix(why, "not run: ")}
+		}
+	}
+	g.changedLocked()
+	if why != "" {
+		o.Answer, o.Reason = AnswerNotRun, strings.TrimPrefix(why, "not run: ")
+		return o
+	}
+	o.Answer = AnswerRun
+	return o
+}
+
+// passOnLocked hands an approval once from w, which ended, to the next
+// call held for the request; with none left, the approval lapses unused.
+func (g *Gate) passOnLocked(e *entry, w *waiter) {
+	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
+	if e.chosen != w {
+		return
+	}
+	e.chosen = nil
+	if len(e.waiters) > 0 {
+		e.chosen = e.waiters[0]
+		e.chosen.sig <- signal{kind: sigOnce}
+		return
+	}
+	r := e.r.clone()
+	r.Ran = "not run: every call held for it ended before it could run"
+	if err := g.store.put(&r, r.event(g.now(), "not_run", Approver{}, r.Ran)); err != nil {
+		g.logger.Error("recording an unused approval failed", "id", r.ID, "error", err.Error())
+	}
+	e.r = r
+	g.changedLocked()
+}
+
+// leave takes w, whose context ended, off its request. A request left
+// with no held call expires: there is nothing left to approve.
+func (g *Gate) leave(e *entry, w *waiter, recheck func() error) Outcome {
+	g.mu.Lock()
+	select {
+	case s := <-w.sig:
+		// Decided as the call ended.
+		if s.kind == sigOnce {
+			defer g.mu.Unlock()
+			g.passOnLocked(e, w)
+			o := g.outcome(e)
+			o.Answer, o.Reason = AnswerTimedOut, "the call ended before it could run"
+			return o
+		}
+		g.mu.Unlock()
+		if s.kind == sigGrant {
+			s = signal{kind: sigExpired, reason: "the call ended before it could run"}
+		}
+		return g.answer(e, w, s, recheck)
+	default:
+	}
+	defer g.mu.Unlock()
+	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
+	o := g.outcome(e)
+	o.Answer = AnswerTimedOut
+	o.Reason = "no one decided in time"
+	if !errors.Is(w.ctx.Err(), context.DeadlineExceeded) {
+		o.Reason = "the call ended before a decision"
+	}
+	if e.r.Status == Pending && len(e.waiters) == 0 {
+		why := o.Reason
+		if why != "no one decided in time" {
+			why = "every call held for it ended before a decision"
+		}
+		g.expireLocked(e, why)
+	}
+	return o
+}
+
+// expireLocked ends a pending request as expired and answers its calls.
+func (g *Gate) expireLocked(e *entry, why string) {
+	if e.r.Status != Pending {
+		return
+	}
+	now := g.now()
+	r := e.r.clone()
+	r.Status, r.Ended, r.End = Expired, now, why
+	if err := g.store.put(&r, r.event(now, "expired", Approver{}, why)); err != nil {
+		// Expiring denies nothing that was allowed; the request is over in
+		// memory either way, and a restart expires it again.
+		g.logger.Error("recording an expired request failed", "id", r.ID, "error", err.Error())
+	}
+	e.r = r
+	g.finishLocked(e)
+	for _, w := range e.waiters {
+		w.sig <- signal{kind: sigExpired, reason: why}
+	}
+	e.waiters = nil
+	g.changedLocked()
+}
+
+// finishLocked takes a request that is no longer pending out of the fold.
+func (g *Gate) finishLocked(e *entry) {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	for k, x := range g.pending {
+		if x == e {
+			delete(g.pending, k)
+			break
+		}
+	}
+}
+
+// Decide approves or denies request id. verdict is VerdictApprove or
+// VerdictDeny; for an approval of a tool call, forWhat is "once", "1h", "8h"
+// or "7d" (within the server's longest), for consent it is "remember" (or
+// empty). It refuses an unknown request (ErrNotFound), one already decided
+// (ErrDecided) or expired (ErrExpired), the principal's own request
+// (ErrSelf) and anything else it cannot do (ErrInvalid). The decision is on
+// disk before any held call learns of it.
+func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request, error) {
+	if by.Name == "" {
+		return Request{}, fmt.Errorf("%w: a decision needs the approver's name", ErrInvalid)
+	}
+	if len(reason) > 1000 {
+		return Request{}, fmt.Errorf("%w: the reason is longer than 1000 bytes", ErrInvalid)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.reqs[id]
+	if e == nil {
+		return Request{}, fmt.Errorf("%w: no approval request %q (list them with 'policyc approvals list')", ErrNotFound, id)
+	}
+	now := g.now()
+	if err := g.decidableLocked(e, now); err != nil {
+		return Request{}, err
+	}
+	if by.Name == e.r.Principal {
+		return Request{}, fmt.Errorf("%w: request %s was made by %s, who cannot decide it; another approver must", ErrSelf, id, by.Name)
+	}
+	d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}
+	switch verdict {
+	case VerdictDeny:
+	case VerdictApprove:
+		switch {
+		case e.r.Kind == KindConsent:
+			if forWhat != "" && forWhat != ForRemember {
+				return Request{}, fmt.Errorf("%w: consent is remembered until revoked; it is not given for %q", ErrInvalid, forWhat)
+			}
+			d.For = ForRemember
+		default:
+			if forWhat == "" {
+				forWhat = ForOnce
+			}
+			dur, err := DurationOf(forWhat)
+			if err != nil {
+				return Request{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+			}
+			if !slices.Contains(g.AllowedDurations(e.r.Server), forWhat) {
+				return Request{}, fmt.Errorf("%w: server %s allows approvals of at most %s; choose one of %s", ErrInvalid, e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
+			}
+			d.For = forWhat
+			if dur > 0 {
+				d.Until = now.Add(dur)
+			}
+		}
+	default:
+		return Request{}, fmt.Errorf("%w: the verdict is approve or deny, not %q", ErrInvalid, verdict)
+	}
+	r := e.r.clone()
+	r.Decision = d
+	r.Status = Approved
+	event := "approved"
+	if verdict == VerdictDeny {
+		r.Status, event = Denied, "denied"
+	}
+	r.Ended = now
+	if err := g.store.put(&r, r.event(now, event, by, reason)); err != nil {
+		return Request{}, fmt.Errorf("the decision could not be recorded, so it was not taken: %w", err)
+	}
+	e.r = r
+	g.finishLocked(e)
+	switch {
+	case verdict == VerdictDeny:
+		for _, w := range e.waiters {
+			w.sig <- signal{kind: sigDeny}
+		}
+		e.waiters = nil
+	case d.For == ForOnce:
+		e.chosen = e.waiters[0]
+		e.chosen.sig <- signal{kind: sigOnce}
+	default:
+		k := e.grantKey()
+		g.grants[k] = append(g.grants[k], e)
+		for _, w := range e.waiters {
+			w.sig <- signal{kind: sigGrant}
+		}
+		e.waiters = nil
+	}
+	g.logger.Info("approval decided", "id", id, "verdict", verdict, "for", d.For, "by", by.Name, "from", by.From)
+	g.changedLocked()
+	return e.r.clone(), nil
+}
+
+// decidableLocked reports why e cannot be decided now.
+func (g *Gate) decidableLocked(e *entry, now time.Time) error {
+	r := &e.r
+	switch r.Status {
+	case Approved, Denied:
+		d := r.Decision
+		how := string(r.Status)
+		if d.For != "" {
+			how += " (" + d.For + ")"
+		}
+		return fmt.Errorf("%w: request %s was already %s by %s at %s", ErrDecided, r.ID, how, d.By, d.At.UTC().Format(time.RFC3339))
+	case Expired:
+		return fmt.Errorf("%w: request %s expired at %s (%s); the call did not run", ErrExpired, r.ID, r.Ended.UTC().Format(time.RFC3339), r.End)
+	}
+	if !now.Before(r.Expires) {
+		g.expireLocked(e, "no one decided in time")
+		return fmt.Errorf("%w: request %s expired at %s; the call did not run", ErrExpired, r.ID, r.Expires.UTC().Format(time.RFC3339))
+	}
+	if len(e.waiters) == 0 {
+		g.expireLocked(e, "every call held for it ended before a decision")
+		return fmt.Errorf("%w: request %s has no call waiting any more; it expired", ErrExpired, r.ID)
+	}
+	return nil
+}
+
+// Revoke ends the remembered approval (a duration approval or a consent)
+// that request id granted: the principal's next call asks again. Calls
+// already let through are not undone.
+func (g *Gate) Revoke(id string, by Approver) (Request, error) {
+	if by.Name == "" {
+		return Request{}, fmt.Errorf("%w: a revocation needs the approver's name", ErrInvalid)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.reqs[id]
+	if e == nil {
+		return Request{}, fmt.Errorf("%w: no approval request %q", ErrNotFound, id)
+	}
+	now := g.now()
+	r := e.r.clone()
+	if !r.Active(now) {
+		switch d := r.Decision; {
+		case r.Status != Approved:
+			return Request{}, fmt.Errorf("%w: request %s is %s: there is no approval to revoke", ErrDecided, id, r.Status)
+		case d.Revoked != nil:
+			return Request{}, fmt.Errorf("%w: the approval of request %s was already revoked by %s at %s", ErrDecided, id, d.Revoked.By, d.Revoked.At.UTC().Format(time.RFC3339))
+		case d.For == ForOnce:
+			return Request{}, fmt.Errorf("%w: request %s was approved once; an approval once is not remembered, so there is nothing to revoke", ErrDecided, id)
+		default:
+			return Request{}, fmt.Errorf("%w: the approval of request %s ended at %s", ErrExpired, id, d.Until.UTC().Format(time.RFC3339))
+		}
+	}
+	r.Decision.Revoked = &Revocation{By: by.Name, From: by.From, At: now}
+	if err := g.store.put(&r, r.event(now, "revoked", by, "")); err != nil {
+		return Request{}, fmt.Errorf("the revocation could not be recorded, so it was not made: %w", err)
+	}
+	e.r = r
+	g.activeGrantLocked(e.grantKey(), now) // drops it
+	g.logger.Info("approval revoked", "id", id, "by", by.Name, "from", by.From)
+	g.changedLocked()
+	return e.r.clone(), nil
+}
+
+// Get returns request id.
+func (g *Gate) Get(id string) (Request, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.reqs[id]
+	if e == nil {
+		return Request{}, false
+	}
+	return e.r.clone(), true
+}
+
+// Filter selects requests for List.
+type Filter struct {
+	// Status keeps requests with this status; empty keeps all.
+	Status Status
+	// Active keeps remembered approvals still in force only.
+	Active bool
+}
+
+// List returns the requests the filter keeps, newest first.
+func (g *Gate) List(f Filter) []Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	out := []Request{}
+	for _, e := range g.reqs {
+		if f.Status != "" && e.r.Status != f.Status || f.Active && !e.r.Active(now) {
+			continue
+		}
+		out = append(out, e.r.clone())
+	}
+	slices.SortFunc(out, func(a, b Request) int {
+		if c := b.Created.Compare(a.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Waiting returns how many calls are held for request id now.
+func (g *Gate) Waiting(id string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.reqs[id]; e != nil {
+		return len(e.waiters)
+	}
+	return 0
+}
+
+// event is the audit record of something that happened to r.
+func (r *Request) event(at time.Time, what string, by Approver, detail string) *Event {
+	ev := &Event{Time: at, Event: what, ID: r.ID, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool, URI: r.URI,
+		Fingerprint: r.Fingerprint, By: by.Name, From: by.From, Detail: detail}
+	if d := r.Decision; d != nil && (what == "approved" || what == "revoked") {
+		ev.For, ev.Until = d.For, d.Until
+	}
+	return ev
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns a request id: "apr-" and 80 random bits. Ids are not
+// secrets (an approver token is needed to act on one), but they cannot be
+// guessed from another.
+func newID() string {
+	var b [10]byte
+	rand.Read(b[:])
+	return "apr-" + idEncoding.EncodeToString(b[:])
+}
+
+// ValidID reports whether s has the form of a request id.
+func ValidID(s string) bool {
+	if len(s) != 20 || !strings.HasPrefix(s, "apr-") {
+		return false
+	}
+	for _, c := range s[4:] {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,312 @@
+package approval
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The approvals page is server-rendered HTML that works without
+// JavaScript. An approver signs in with an approver token once; the page
+// then keeps a session in a cookie (HttpOnly, SameSite=Lax) and every form
+// carries the session's CSRF token, and a POST whose Origin (or
+// Sec-Fetch-Site) says it came from another site is refused.
+
+//go:embed page.html
+var pageHTML string
+
+//go:embed page.css
+var pageCSS []byte
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"durLabel": durationLabel,
+	"pair":     func(p *pageData, c card) cardData { return cardData{p, c} },
+}).Parse(pageHTML))
+
+// cardData is what the card template gets: the page and one request.
+type cardData struct {
+	Page *pageData
+	Card card
+}
+
+const sessionCookie = "policyc_approver"
+
+type pageSession struct {
+	approver string
+	csrf     string
+	expires  time.Time
+}
+
+func (a *admin) pageRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/approvals", http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /approvals.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Write(pageCSS)
+	})
+	mux.HandleFunc("GET /login", a.loginForm)
+	mux.HandleFunc("POST /login", a.login)
+	mux.HandleFunc("POST /logout", a.signedIn(a.logout))
+	mux.HandleFunc("GET /approvals", a.signedIn(a.listPage))
+	mux.HandleFunc("GET /approvals/{id}", a.signedIn(a.requestPage))
+	mux.HandleFunc("POST /approvals/{id}", a.signedIn(a.decidePage))
+	mux.HandleFunc("POST /approvals/{id}/revoke", a.signedIn(a.revokePage))
+}
+
+// pageData is what the template renders.
+type pageData struct {
+	Title    string
+	Approver string
+	CSRF     string
+	Error    string
+	Notice   string
+	// Login page.
+	Login bool
+	Next  string
+	// List page.
+	List    bool
+	Pending []card
+	Active  []card
+	Recent  []card
+	Single  *card
+	Now     time.Time
+}
+
+// card is one request as the page shows it.
+type card struct {
+	Request
+	Waiting   int
+	Own       bool
+	Durations []string
+	ExpiresIn string
+	Active    bool
+	Anchor    string
+}
+
+func (a *admin) card(r Request, approver string) card {
+	now := a.g.now()
+	c := card{Request: r, Waiting: a.g.Waiting(r.ID), Own: r.Principal == approver, Active: r.Active(now), Anchor: r.ID}
+	if r.Status == Pending {
+		c.ExpiresIn = roughDuration(r.Expires.Sub(now))
+		if r.Kind == KindConsent {
+			c.Durations = []string{ForRemember}
+		} else {
+			c.Durations = a.g.AllowedDurations(r.Server)
+		}
+	}
+	return c
+}
+
+func roughDuration(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	if d < time.Minute {
+		return "in " + d.Round(time.Second).String()
+	}
+	return "in " + strings.TrimSuffix(d.Round(time.Second).String(), "0s")
+}
+
+func durationLabel(d string) string {
+	switch d {
+	case ForOnce:
+		return "Approve once"
+	case ForHour:
+		return "Approve for 1 hour"
+	case ForWorkday:
+		return "Approve for 8 hours"
+	case ForWeek:
+		return "Approve for 7 days"
+	case ForRemember:
+		return "Consent (remembered)"
+	}
+	return "Approve for " + d
+}
+
+func (a *admin) render(w http.ResponseWriter, status int, d *pageData) {
+	d.Now = a.g.now()
+	var b strings.Builder
+	if err := pageTemplate.Execute(&b, d); err != nil {
+		http.Error(w, "the approvals page failed to render", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte(b.String()))
+}
+
+// session returns the sign-in the request's cookie names, if any.
+func (a *admin) session(r *http.Request) *pageSession {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.g.now()
+	for k, s := range a.sessions {
+		if !now.Before(s.expires) {
+			delete(a.sessions, k)
+		}
+	}
+	return a.sessions[c.Value]
+}
+
+// sameOrigin refuses a POST that a browser says came from another site.
+func sameOrigin(r *http.Request) error {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return errors.New("this form was sent from another site; decide from the approvals page itself")
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return fmt.Errorf("this form was sent from %s, not from the approvals page (%s)", o, r.Host)
+		}
+	}
+	return nil
+}
+
+// signedIn wraps a page handler: without a session a GET goes to the
+// sign-in form (and comes back after it); a POST must come from the page
+// itself and carry the session's CSRF token.
+func (a *admin) signedIn(h func(http.ResponseWriter, *http.Request, *pageSession)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s := a.session(r)
+		if s == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			a.render(w, http.StatusUnauthorized, &pageData{Title: "Sign in", Login: true, Next: "/approvals", Error: "Your sign-in has ended; sign in again, then decide."})
+			return
+		}
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+			if err := sameOrigin(r); err != nil {
+				a.render(w, http.StatusForbidden, &pageData{Title: "Refused", Approver: s.approver, CSRF: s.csrf, Error: err.Error()})
+				return
+			}
+			if err := r.ParseForm(); err != nil || !equalStrings(r.PostFormValue("csrf"), s.csrf) {
+				a.render(w, http.StatusForbidden, &pageData{Title: "Refused", Approver: s.approver, CSRF: s.csrf, Error: "The form is stale or was not sent by the approvals page (CSRF check failed); reload the page and decide again."})
+				return
+			}
+		}
+		h(w, r, s)
+	}
+}
+
+// localPath keeps a sign-in's "next" on this site.
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/approvals"
+	}
+	return next
+}
+
+func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
+	a.render(w, http.StatusOK, &pageData{Title: "Sign in", Login: true, Next: localPath(r.URL.Query().Get("next"))})
+}
+
+func (a *admin) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	next := "/approvals"
+	if err := sameOrigin(r); err != nil {
+		a.render(w, http.StatusForbidden, &pageData{Title: "Sign in", Login: true, Next: next, Error: err.Error()})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		a.render(w, http.StatusBadRequest, &pageData{Title: "Sign in", Login: true, Next: next, Error: "The form could not be read."})
+		return
+	}
+	next = localPath(r.PostFormValue("next"))
+	name, err := a.approver(strings.TrimSpace(r.PostFormValue("token")))
+	if err != nil {
+		a.render(w, http.StatusUnauthorized, &pageData{Title: "Sign in", Login: true, Next: next, Error: "Not signed in: " + err.Error()})
+		return
+	}
+	id := randomToken()
+	s := &pageSession{approver: name, csrf: randomToken(), expires: a.g.now().Add(a.sessionTTL)}
+	a.mu.Lock()
+	a.sessions[id] = s
+	a.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: r.TLS != nil || strings.HasPrefix(a.g.cfg.PageURL, "https://"), MaxAge: int(a.sessionTTL.Seconds())})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (a *admin) logout(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	a.mu.Lock()
+	for k, x := range a.sessions {
+		if x == s {
+			delete(a.sessions, k)
+		}
+	}
+	a.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+func (a *admin) listPage(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	d := &pageData{Title: "Approvals", Approver: s.approver, CSRF: s.csrf, List: true}
+	for _, q := range a.g.List(Filter{}) {
+		c := a.card(q, s.approver)
+		switch {
+		case q.Status == Pending:
+			d.Pending = append(d.Pending, c)
+		case c.Active:
+			d.Active = append(d.Active, c)
+		case len(d.Recent) < 20:
+			d.Recent = append(d.Recent, c)
+		}
+	}
+	// Oldest pending first: it expires first.
+	slices.Reverse(d.Pending)
+	a.render(w, http.StatusOK, d)
+}
+
+func (a *admin) requestPage(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	a.showRequest(w, http.StatusOK, r.PathValue("id"), s, "", "")
+}
+
+func (a *admin) showRequest(w http.ResponseWriter, status int, id string, s *pageSession, errText, notice string) {
+	q, ok := a.g.Get(id)
+	if !ok {
+		a.render(w, http.StatusNotFound, &pageData{Title: "No such request", Approver: s.approver, CSRF: s.csrf, Error: fmt.Sprintf("There is no approval request %q. It may have been removed after its retention period; the audit log still has it.", id)})
+		return
+	}
+	c := a.card(q, s.approver)
+	a.render(w, status, &pageData{Title: "Request " + id, Approver: s.approver, CSRF: s.csrf, Single: &c, Error: errText, Notice: notice})
+}
+
+func (a *admin) decidePage(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	id := r.PathValue("id")
+	choice := r.PostFormValue("decision")
+	verdict, forWhat := VerdictApprove, choice
+	if choice == VerdictDeny {
+		verdict, forWhat = VerdictDeny, ""
+	}
+	_, err := a.g.Decide(id, verdict, forWhat, strings.TrimSpace(r.PostFormValue("reason")), Approver{Name: s.approver, From: remote("page", r)})
+	if err != nil {
+		a.showRequest(w, statusOf(err), id, s, err.Error(), "")
+		return
+	}
+	// Post/redirect/get: reloading the result does not decide again.
+	http.Redirect(w, r, "/approvals/"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+func (a *admin) revokePage(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	id := r.PathValue("id")
+	if _, err := a.g.Revoke(id, Approver{Name: s.approver, From: remote("page", r)}); err != nil {
+		a.showRequest(w, statusOf(err), id, s, err.Error(), "")
+		return
+	}
+	http.Redirect(w, r, "/approvals/"+url.PathEscape(id), http.StatusSeeOther)
+}

@@ -1,0 +1,130 @@
+package approval
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Preview limits: what an approver sees of a held call's arguments.
+const (
+	// PreviewChars is how many characters of a string value (or a key) the
+	// preview keeps.
+	PreviewChars = 80
+	// MaxPreviewBytes bounds the preview's JSON encoding.
+	MaxPreviewBytes = 2048
+)
+
+// Preview is the safe view of a held call's arguments: top-level keys
+// only, strings cut at PreviewChars characters, arrays and objects shown as
+// a shape hint, at most MaxPreviewBytes in all. The arguments themselves
+// are never stored; a preview is all that is kept of them.
+type Preview struct {
+	Fields []Field `json:"fields"`
+	// Omitted counts the keys left out to stay within MaxPreviewBytes.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// Field is one top-level argument as the approver sees it.
+type Field struct {
+	Key string `json:"key"`
+	// Value is a quoted (and maybe cut) string, a number, true, false,
+	// null, or a shape hint such as "[array of 3]" or "{object with 2
+	// keys}".
+	Value string `json:"value"`
+}
+
+// NewPreview returns the preview of arguments, a JSON object. It reports
+// false when args is not one.
+func NewPreview(args []byte) (*Preview, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return nil, false
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	p := &Preview{Fields: []Field{}}
+	// The envelope {"fields":[],"omitted":N} takes at most 40 bytes.
+	used, budget := 0, MaxPreviewBytes-40
+	for i, k := range keys {
+		f := Field{Key: cut(k, ""), Value: previewValue(obj[k])}
+		b, _ := json.Marshal(f)
+		if used+len(b)+1 > budget {
+			p.Omitted = len(keys) - i
+			break
+		}
+		used += len(b) + 1
+		p.Fields = append(p.Fields, f)
+	}
+	return p, true
+}
+
+func previewValue(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "(unreadable string)"
+		}
+		n := utf8.RuneCountInString(s)
+		if n <= PreviewChars {
+			return strconv.Quote(s)
+		}
+		return cut(s, `"`) + "… (" + strconv.Itoa(n) + " characters)"
+	case '[':
+		var a []json.RawMessage
+		if json.Unmarshal(raw, &a) != nil {
+			return "[array]"
+		}
+		switch len(a) {
+		case 0:
+			return "[empty array]"
+		case 1:
+			return "[array of 1]"
+		}
+		return "[array of " + strconv.Itoa(len(a)) + "]"
+	case '{':
+		var o map[string]json.RawMessage
+		if json.Unmarshal(raw, &o) != nil {
+			return "{object}"
+		}
+		switch len(o) {
+		case 0:
+			return "{empty object}"
+		case 1:
+			return "{object with 1 key}"
+		}
+		return "{object with " + strconv.Itoa(len(o)) + " keys}"
+	}
+	// A number, true, false or null, as written: numbers may be long.
+	s := string(raw)
+	if utf8.RuneCountInString(s) > PreviewChars {
+		return cut(s, "") + "… (" + strconv.Itoa(len(s)) + " characters)"
+	}
+	return s
+}
+
+// cut returns the first PreviewChars characters of s with every character
+// that is not printable (controls, bidirectional overrides, invalid UTF-8)
+// escaped, so what the approver reads is what the text holds. quote, when
+// set, wraps the result.
+func cut(s, quote string) string {
+	if utf8.RuneCountInString(s) > PreviewChars {
+		i, n := 0, 0
+		for i < len(s) && n < PreviewChars {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			n++
+		}
+		s = s[:i]
+	}
+	q := strconv.Quote(s)
+	return quote + q[1:len(q)-1] + quote
+}

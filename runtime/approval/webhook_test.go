@@ -1,0 +1,226 @@
+package approval
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var testSecret = []byte("test-secret-0123456789abcdef")
+
+// receiver is a webhook receiver that verifies every delivery with
+// VerifyWebhook, as a real one would, and fails the first failFirst.
+type receiver struct {
+	secret    []byte
+	failFirst int
+
+	mu       sync.Mutex
+	attempts int
+	accepted []WebhookEvent
+	refused  []error
+	headers  []http.Header
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.attempts++
+	rc.headers = append(rc.headers, r.Header.Clone())
+	if rc.attempts <= rc.failFirst {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+		return
+	}
+	if err := VerifyWebhook(rc.secret, r.Header.Get(SignatureHeader), body, time.Now(), 5*time.Minute); err != nil {
+		rc.refused = append(rc.refused, err)
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	var ev WebhookEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.accepted = append(rc.accepted, ev)
+}
+
+func webhookGate(t *testing.T, secret []byte) (*Gate, Channel, *receiver) {
+	rc := &receiver{secret: testSecret}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	g := openGate(t, "", func(c *Config) {
+		c.Webhook = WebhookOptions{Secret: secret, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Attempts: 4}
+	})
+	return g, Channel{Name: "hook", Kind: ChannelWebhook, URL: srv.URL}, rc
+}
+
+func waitDelivery(t *testing.T, g *Gate, id string) *Delivery {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ch := g.Changed()
+		if r, _ := g.Get(id); r.Delivery != nil && r.Delivery.State != "sending" {
+			return r.Delivery
+		}
+		select {
+		case <-ch:
+		case <-time.After(time.Until(deadline)):
+			t.Fatal("the delivery did not finish")
+		}
+	}
+}
+
+func TestWebhookDelivery(t *testing.T) {
+	g, hook, rc := webhookGate(t, testSecret)
+	rc.failFirst = 2 // retried with backoff
+	c := call("alice", "merge_pull_request", `{"number":7,"token":"SECRET-VALUE-`+strings.Repeat("x", 100)+`"}`)
+	c.Channel = hook
+	ch := hold(context.Background(), g, c)
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	d := waitDelivery(t, g, r.ID)
+	if d.State != "delivered" || d.Attempts != 3 {
+		t.Fatalf("delivery %+v, want delivered on the 3rd attempt", d)
+	}
+	rc.mu.Lock()
+	if len(rc.accepted) != 1 || len(rc.refused) != 0 {
+		t.Fatalf("accepted %d, refused %v", len(rc.accepted), rc.refused)
+	}
+	ev := rc.accepted[0]
+	h := rc.headers[2]
+	rc.mu.Unlock()
+	if ev.Event != "approval.requested" || ev.Request.ID != r.ID || ev.URL != "http://approvals.test/approvals/"+r.ID || ev.Request.Preview == nil {
+		t.Fatalf("event %+v", ev)
+	}
+	if h.Get(DeliveryHeader) != r.ID+".3" || h.Get(EventHeader) != "approval.requested" {
+		t.Fatalf("headers %v", h)
+	}
+	b, _ := json.Marshal(ev)
+	if strings.Contains(string(b), strings.Repeat("x", 81)) {
+		t.Fatal("the delivery carries more of the arguments than the preview")
+	}
+	// Delivered is not decided: the call still waits for a human.
+	still(t, ch)
+	mustDecide(t, g, r.ID, VerdictApprove, ForOnce)
+	recv(t, ch)
+}
+
+// A delivery that fails for good leaves the request pending, never
+// approved; it can still be decided, or it expires.
+func TestWebhookFailureNotApproval(t *testing.T) {
+	g, hook, rc := webhookGate(t, testSecret)
+	rc.failFirst = 1000
+	c := call("alice", "merge_pull_request", `{}`)
+	c.Channel = hook
+	c.Timeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	ch := hold(ctx, g, c)
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	d := waitDelivery(t, g, r.ID)
+	if d.State != "failed" || d.Attempts != 4 || !strings.Contains(d.Error, "503") {
+		t.Fatalf("delivery %+v", d)
+	}
+	if got, _ := g.Get(r.ID); got.Status != Pending {
+		t.Fatalf("after a failed delivery the request is %s", got.Status)
+	}
+	h := recv(t, ch)
+	if h.o.Answer != AnswerTimedOut {
+		t.Fatalf("a call whose channel failed got %v, want a timeout", h.o.Answer)
+	}
+	if !strings.Contains(readFile(t, g.cfg.StateDir, AuditFile), `"event":"notify_failed"`) {
+		t.Fatal("the failed delivery is not in the audit log")
+	}
+}
+
+// A receiver using VerifyWebhook refuses deliveries signed with another
+// secret.
+func TestForgedWebhookRefused(t *testing.T) {
+	g, hook, rc := webhookGate(t, []byte("a-different-secret-0123456789"))
+	c := call("alice", "merge_pull_request", `{}`)
+	c.Channel = hook
+	hold(context.Background(), g, c)
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	if d := waitDelivery(t, g, r.ID); d.State != "failed" {
+		t.Fatalf("forged delivery: %+v", d)
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.accepted) != 0 || len(rc.refused) != 4 {
+		t.Fatalf("accepted %d forged deliveries, refused %d", len(rc.accepted), len(rc.refused))
+	}
+	for _, err := range rc.refused {
+		if !errors.Is(err, ErrBadSignature) {
+			t.Fatalf("refused with %v", err)
+		}
+	}
+}
+
+func TestVerifyWebhook(t *testing.T) {
+	body := []byte(`{"event":"approval.requested"}`)
+	now := time.Unix(1_800_000_000, 0)
+	sig := SignWebhook(testSecret, body, now)
+	if err := VerifyWebhook(testSecret, sig, body, now.Add(time.Minute), 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	other := SignWebhook([]byte("old-secret-0123456789abcdef"), body, now)
+	_, v1, _ := strings.Cut(other, ",")
+	if err := VerifyWebhook(testSecret, sig+","+v1, body, now, time.Minute); err != nil {
+		t.Fatalf("two signatures, one good: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		header string
+		body   []byte
+		at     time.Time
+		want   error
+	}{
+		{"tampered body", sig, []byte(`{"event":"approval.requested "}`), now, ErrBadSignature},
+		{"other secret", other, body, now, ErrBadSignature},
+		{"replayed later", sig, body, now.Add(10 * time.Minute), ErrStale},
+		{"from the future", sig, body, now.Add(-10 * time.Minute), ErrStale},
+		{"no header", "", body, now, ErrNoSignature},
+		{"no v1", "t=1800000000", body, now, ErrNoSignature},
+		{"bad hex", "t=1800000000,v1=zz", body, now, ErrNoSignature},
+		{"timestamp changed", strings.Replace(sig, "t=1800000000", "t=1800000001", 1), body, now, ErrBadSignature},
+	} {
+		if err := VerifyWebhook(testSecret, tc.header, tc.body, tc.at, 5*time.Minute); !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if err := VerifyWebhook(nil, sig, body, now, time.Minute); err == nil {
+		t.Fatal("verified without a secret")
+	}
+}
+
+// Whatever header and body arrive, a delivery is accepted only when the
+// header carries the true MAC of that body and the timestamp it names.
+func FuzzVerifyWebhook(f *testing.F) {
+	body := []byte(`{"a":1}`)
+	now := time.Unix(1_800_000_000, 0)
+	f.Add(SignWebhook(testSecret, body, now), body)
+	f.Add("t=1,v1=00", []byte{})
+	f.Add("v1=ab, t=1800000000", body)
+	f.Fuzz(func(t *testing.T, header string, b []byte) {
+		if VerifyWebhook(testSecret, header, b, now, time.Minute) != nil {
+			return
+		}
+		ts := ""
+		for _, part := range strings.Split(header, ",") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(part), "t="); ok {
+				ts = v
+			}
+		}
+		mac := hex.EncodeToString(webhookMAC(testSecret, ts, b))
+		if !strings.Contains(strings.ToLower(header), "v1="+mac) {
+			t.Fatalf("accepted %q for %q without its MAC", header, b)
+		}
+	})
+}

@@ -410,7 +410,7 @@ func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Po
 		return d
 	}
 	d.Message = fmt.Sprintf("%s: unknown key %q", dotted, name)
-	if s := suggest(name, known); s != "" {
+	if s := Suggest(name, known); s != "" {
 		d.Suggestion = fmt.Sprintf("did you mean %q?", s)
 	} else if len(known) > 0 {
 		d.Suggestion = "known keys here: " + strings.Join(known, ", ")
@@ -441,12 +441,13 @@ func (c *compilation) knownKeys(schema cue.Value) []string {
 	return keys
 }
 
-// suggest returns the known key closest to name, or "" when none is close:
-// a known key that extends name (allow → allow_list) or one within a small
-// edit distance.
-func suggest(name string, known []string) string {
+// Suggest returns the candidate closest to name when it is close enough to
+// be a misspelling of it, else "": a candidate that extends name or that
+// name extends (allow → allow_list), or one within a small edit distance.
+// Every "did you mean" of policyc comes from here.
+func Suggest(name string, candidates []string) string {
 	best, bestDist := "", 1<<30
-	for _, k := range known {
+	for _, k := range candidates {
 		var d int
 		switch {
 		case strings.HasPrefix(k, name) || strings.HasPrefix(name, k):

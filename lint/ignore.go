@@ -107,34 +107,12 @@ func targetLine(lines [][]byte, line, col int) int {
 
 // suggestID suggests the rule id closest to a misspelt one.
 func suggestID(id string) string {
-	best, dist := "", 1<<30
-	for _, c := range compiler.Codes {
-		if d := editDistance(id, c.ID); d < dist {
-			best, dist = c.ID, d
-		}
+	ids := make([]string, len(compiler.Codes))
+	for i, c := range compiler.Codes {
+		ids[i] = c.ID
 	}
-	if dist <= max(2, len(id)/3) {
+	if best := compiler.Suggest(id, ids); best != "" {
 		return fmt.Sprintf("did you mean %q? (policyc lint --list-rules lists the rules)", best)
 	}
 	return "policyc lint --list-rules lists the rules"
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/policyc/policyc/compiler"
 	"sort"
 	"strings"
 
@@ -240,35 +241,4 @@ func quote(s string) string {
 
 // suggest returns the known key closest to key when it is close enough to
 // be a misspelling, else "".
-func suggest(key string, known []string) string {
-	best, bestD := "", -1
-	for _, k := range known {
-		if d := editDistance(key, k); bestD < 0 || d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if bestD >= 0 && bestD <= max(2, len(best)/3) {
-		return best
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func suggest(key string, known []string) string { return compiler.Suggest(key, known) }

@@ -18,7 +18,8 @@ import (
 func init() { register(newBlameCmd) }
 
 func newBlameCmd() *cobra.Command {
-	var server, kind, name, principal, rev, repoDir, format string
+	var item itemFlags
+	var rev, repoDir string
 	c := &cobra.Command{
 		Use:   "blame --server S --kind tool|prompt|resource --name N [--rev REV] [PATH]",
 		Short: "Show the rule that decides an item and the commit that introduced it",
@@ -43,15 +44,9 @@ Examples:
   policyc blame --server github --kind resource --name repo://acme/app --principal alice --format json`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			k, ok := runtime.ParseKind(kind)
-			if !ok {
-				return usageErrorf("--kind must be tool, prompt or resource, got %q", kind)
-			}
-			if server == "" || name == "" {
-				return usageErrorf("--server and --name are required (see 'policyc blame --help')")
-			}
-			if format != "text" && format != "json" {
-				return usageErrorf("--format must be text or json, got %q", format)
+			k, err := item.check(c)
+			if err != nil {
+				return err
 			}
 			arg := "."
 			if len(args) == 1 {
@@ -79,18 +74,18 @@ Examples:
 			if err != nil {
 				return failuref("load compiled table: %v", err)
 			}
-			if _, ok := res.Table.Servers[server]; !ok {
+			if _, ok := res.Table.Servers[item.server]; !ok {
 				names := make([]string, 0, len(res.Table.Servers))
 				for n := range res.Table.Servers {
 					names = append(names, n)
 				}
 				sort.Strings(names)
 				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it; servers: %s",
-					server, rev, rel, strings.Join(names, ", "))
+					item.server, rev, rel, strings.Join(names, ", "))
 			}
-			d := t.Decide(principal, server, k, name)
+			d := t.Decide(item.principal, item.server, k, item.name)
 			b := blameResult{
-				Rev: rev, Commit: commit.Hash.String(), Principal: principal, Server: server, Kind: kind, Name: name,
+				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Server: item.server, Kind: item.kind, Name: item.name,
 				Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope,
 			}
 			if d.Rule != nil {
@@ -112,7 +107,7 @@ Examples:
 					Date: o.Date.UTC().Format(time.RFC3339), Subject: o.Subject,
 				}
 			}
-			if format == "json" {
+			if item.format == "json" {
 				enc := json.NewEncoder(c.OutOrStdout())
 				enc.SetIndent("", "  ")
 				enc.SetEscapeHTML(false)
@@ -123,13 +118,9 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&server, "server", "", "the MCP server, by its name in mcp_servers")
-	f.StringVar(&kind, "kind", "tool", "tool, prompt or resource")
-	f.StringVar(&name, "name", "", "the tool or prompt name, or the resource URI")
-	f.StringVar(&principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
+	item.add(f)
 	f.StringVar(&rev, "rev", "HEAD", "the revision (`REV`) whose policy decides")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
-	f.StringVar(&format, "format", "text", "text or json")
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
@@ -17,7 +18,7 @@ import (
 func init() { register(newExplainCmd) }
 
 func newExplainCmd() *cobra.Command {
-	var server, kind, name, principal, format string
+	var item itemFlags
 	c := &cobra.Command{
 		Use:   "explain (DIR | TABLE) --server S --kind tool|prompt|resource --name N",
 		Short: "Show the decision for one item, the rule that made it and the rules it beat",
@@ -36,35 +37,53 @@ Examples:
   policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
 		Args: argsRange(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			k, ok := runtime.ParseKind(kind)
-			if !ok {
-				return usageErrorf("--kind must be tool, prompt or resource, got %q", kind)
-			}
-			if server == "" || name == "" {
-				return usageErrorf("--server and --name are required (see 'policyc explain --help')")
-			}
-			if format != "text" && format != "json" {
-				return usageErrorf("--format must be text or json, got %q", format)
+			k, err := item.check(c)
+			if err != nil {
+				return err
 			}
 			t, root, err := loadPolicyOrTable(args[0], c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			ex := t.Explain(principal, server, k, name)
-			if format == "json" {
+			ex := t.Explain(item.principal, item.server, k, item.name)
+			if item.format == "json" {
 				return writeExplainJSON(c.OutOrStdout(), ex)
 			}
-			writeExplainText(c.OutOrStdout(), root, principal, server, kind, name, ex)
+			writeExplainText(c.OutOrStdout(), root, item.principal, item.server, item.kind, item.name, ex)
 			return nil
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&server, "server", "", "the MCP server, by its name in mcp_servers")
-	f.StringVar(&kind, "kind", "tool", "tool, prompt or resource")
-	f.StringVar(&name, "name", "", "the tool or prompt name, or the resource URI")
-	f.StringVar(&principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
-	f.StringVar(&format, "format", "text", "text or json")
+	item.add(c.Flags())
 	return c
+}
+
+// itemFlags name one decision: who asks for which item of which server,
+// and how to print the answer. explain and blame share them.
+type itemFlags struct {
+	server, kind, name, principal, format string
+}
+
+func (f *itemFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.server, "server", "", "the MCP server, by its name in mcp_servers")
+	fs.StringVar(&f.kind, "kind", "tool", "tool, prompt or resource")
+	fs.StringVar(&f.name, "name", "", "the tool or prompt name, or the resource URI")
+	fs.StringVar(&f.principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
+	fs.StringVar(&f.format, "format", "text", "text or json")
+}
+
+// check validates the flags and returns the kind.
+func (f *itemFlags) check(c *cobra.Command) (runtime.Kind, error) {
+	k, ok := runtime.ParseKind(f.kind)
+	if !ok {
+		return 0, usageErrorf("--kind must be tool, prompt or resource, got %q", f.kind)
+	}
+	if f.server == "" || f.name == "" {
+		return 0, usageErrorf("--server and --name are required (see '%s --help')", c.CommandPath())
+	}
+	if f.format != "text" && f.format != "json" {
+		return 0, usageErrorf("--format must be text or json, got %q", f.format)
+	}
+	return k, nil
 }
 
 // loadPolicyOrTable compiles a policy directory or reads a table file, and

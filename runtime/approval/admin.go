@@ -247,7 +247,7 @@ func (a *admin) request(r *http.Request) (Request, error) {
 	id := r.PathValue("id")
 	q, ok := a.g.Get(id)
 	if !ok {
-		return Request{}, fmt.Errorf("%w: no approval request %q", ErrNotFound, id)
+		return Request{}, refuse(ErrNotFound, "no approval request %q", id)
 	}
 	return q, nil
 }

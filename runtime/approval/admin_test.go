@@ -30,7 +30,7 @@ const (
 	aliceClient = "alice-mcp-token"
 )
 
-func adminServer(t *testing.T, g *Gate) *httptest.Server {
+func adminServer(t testing.TB, g *Gate) *httptest.Server {
 	t.Helper()
 	h, err := g.AdminHandler(AdminOptions{
 		Approvers:    map[string]string{hashOf(carolToken): "carol", hashOf(daveToken): "dave", hashOf(aliceAdmin): "alice"},

@@ -183,6 +183,20 @@ var (
 	ErrInvalid  = errors.New("invalid decision")
 )
 
+// refusal is an error of Decide or Revoke: its message says what and why,
+// and errors.Is matches its kind (ErrNotFound, ...).
+type refusal struct {
+	kind error
+	msg  string
+}
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return e.kind }
+
+func refuse(kind error, format string, args ...any) error {
+	return &refusal{kind, fmt.Sprintf(format, args...)}
+}
+
 // Approver is who decides, and from where.
 type Approver struct {
 	// Name is the approver's name (its admin token's).
@@ -913,23 +927,23 @@ func (g *Gate) finishLocked(e *entry) {
 // disk before any held call learns of it.
 func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request, error) {
 	if by.Name == "" {
-		return Request{}, fmt.Errorf("%w: a decision needs the approver's name", ErrInvalid)
+		return Request{}, refuse(ErrInvalid, "a decision needs the approver's name")
 	}
 	if len(reason) > 1000 {
-		return Request{}, fmt.Errorf("%w: the reason is longer than 1000 bytes", ErrInvalid)
+		return Request{}, refuse(ErrInvalid, "the reason is longer than 1000 bytes")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.reqs[id]
 	if e == nil {
-		return Request{}, fmt.Errorf("%w: no approval request %q (list them with 'policyc approvals list')", ErrNotFound, id)
+		return Request{}, refuse(ErrNotFound, "no approval request %q (list them with 'policyc approvals list')", id)
 	}
 	now := g.now()
 	if err := g.decidableLocked(e, now); err != nil {
 		return Request{}, err
 	}
 	if by.Name == e.r.Principal {
-		return Request{}, fmt.Errorf("%w: request %s was made by %s, who cannot decide it; another approver must", ErrSelf, id, by.Name)
+		return Request{}, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
 	}
 	d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}
 	switch verdict {
@@ -938,7 +952,7 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 		switch {
 		case e.r.Kind == KindConsent:
 			if forWhat != "" && forWhat != ForRemember {
-				return Request{}, fmt.Errorf("%w: consent is remembered until revoked; it is not given for %q", ErrInvalid, forWhat)
+				return Request{}, refuse(ErrInvalid, "consent is remembered until revoked; it is not given for %q", forWhat)
 			}
 			d.For = ForRemember
 		default:
@@ -947,10 +961,10 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 			}
 			dur, err := DurationOf(forWhat)
 			if err != nil {
-				return Request{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+				return Request{}, refuse(ErrInvalid, "%v", err)
 			}
 			if !slices.Contains(g.AllowedDurations(e.r.Server), forWhat) {
-				return Request{}, fmt.Errorf("%w: server %s allows approvals of at most %s; choose one of %s", ErrInvalid, e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
+				return Request{}, refuse(ErrInvalid, "server %s allows approvals of at most %s; choose one of %s", e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
 			}
 			d.For = forWhat
 			if dur > 0 {
@@ -958,7 +972,7 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 			}
 		}
 	default:
-		return Request{}, fmt.Errorf("%w: the verdict is approve or deny, not %q", ErrInvalid, verdict)
+		return Request{}, refuse(ErrInvalid, "the verdict is approve or deny, not %q", verdict)
 	}
 	r := e.r.clone()
 	r.Decision = d
@@ -1005,17 +1019,17 @@ func (g *Gate) decidableLocked(e *entry, now time.Time) error {
 		if d.For != "" {
 			how += " (" + d.For + ")"
 		}
-		return fmt.Errorf("%w: request %s was already %s by %s at %s", ErrDecided, r.ID, how, d.By, d.At.UTC().Format(time.RFC3339))
+		return refuse(ErrDecided, "request %s was already %s by %s at %s", r.ID, how, d.By, d.At.UTC().Format(time.RFC3339))
 	case Expired:
-		return fmt.Errorf("%w: request %s expired at %s (%s); the call did not run", ErrExpired, r.ID, r.Ended.UTC().Format(time.RFC3339), r.End)
+		return refuse(ErrExpired, "request %s expired at %s (%s); the call did not run", r.ID, r.Ended.UTC().Format(time.RFC3339), r.End)
 	}
 	if !now.Before(r.Expires) {
 		g.expireLocked(e, "no one decided in time")
-		return fmt.Errorf("%w: request %s expired at %s; the call did not run", ErrExpired, r.ID, r.Expires.UTC().Format(time.RFC3339))
+		return refuse(ErrExpired, "request %s expired at %s; the call did not run", r.ID, r.Expires.UTC().Format(time.RFC3339))
 	}
 	if len(e.waiters) == 0 {
 		g.expireLocked(e, "every call held for it ended before a decision")
-		return fmt.Errorf("%w: request %s has no call waiting any more; it expired", ErrExpired, r.ID)
+		return refuse(ErrExpired, "request %s has no call waiting any more; it expired", r.ID)
 	}
 	return nil
 }
@@ -1025,26 +1039,26 @@ func (g *Gate) decidableLocked(e *entry, now time.Time) error {
 // already let through are not undone.
 func (g *Gate) Revoke(id string, by Approver) (Request, error) {
 	if by.Name == "" {
-		return Request{}, fmt.Errorf("%w: a revocation needs the approver's name", ErrInvalid)
+		return Request{}, refuse(ErrInvalid, "a revocation needs the approver's name")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.reqs[id]
 	if e == nil {
-		return Request{}, fmt.Errorf("%w: no approval request %q", ErrNotFound, id)
+		return Request{}, refuse(ErrNotFound, "no approval request %q", id)
 	}
 	now := g.now()
 	r := e.r.clone()
 	if !r.Active(now) {
 		switch d := r.Decision; {
 		case r.Status != Approved:
-			return Request{}, fmt.Errorf("%w: request %s is %s: there is no approval to revoke", ErrDecided, id, r.Status)
+			return Request{}, refuse(ErrDecided, "request %s is %s: there is no approval to revoke", id, r.Status)
 		case d.Revoked != nil:
-			return Request{}, fmt.Errorf("%w: the approval of request %s was already revoked by %s at %s", ErrDecided, id, d.Revoked.By, d.Revoked.At.UTC().Format(time.RFC3339))
+			return Request{}, refuse(ErrDecided, "the approval of request %s was already revoked by %s at %s", id, d.Revoked.By, d.Revoked.At.UTC().Format(time.RFC3339))
 		case d.For == ForOnce:
-			return Request{}, fmt.Errorf("%w: request %s was approved once; an approval once is not remembered, so there is nothing to revoke", ErrDecided, id)
+			return Request{}, refuse(ErrDecided, "request %s was approved once; an approval once is not remembered, so there is nothing to revoke", id)
 		default:
-			return Request{}, fmt.Errorf("%w: the approval of request %s ended at %s", ErrExpired, id, d.Until.UTC().Format(time.RFC3339))
+			return Request{}, refuse(ErrExpired, "the approval of request %s ended at %s", id, d.Until.UTC().Format(time.RFC3339))
 		}
 	}
 	r.Decision.Revoked = &Revocation{By: by.Name, From: by.From, At: now}

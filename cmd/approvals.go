@@ -1,0 +1,447 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/runtime/approval"
+)
+
+// ExitRefused: policyc approvals was refused by the admin API: an unknown
+// request (404), one already decided or expired (409), a principal's own
+// request (403), a decision the server does not allow (400), or a token
+// the admin side does not accept (401).
+const ExitRefused = 5
+
+func init() { register(newApprovalsCmd) }
+
+// approvalsOptions are the flags every approvals subcommand shares.
+type approvalsOptions struct {
+	admin, tokenEnv string
+	timeout         time.Duration
+	json            bool
+}
+
+const defaultTokenEnv = "POLICYC_ADMIN_TOKEN"
+
+func newApprovalsCmd() *cobra.Command {
+	o := &approvalsOptions{tokenEnv: defaultTokenEnv, timeout: 30 * time.Second}
+	c := &cobra.Command{
+		Use:   "approvals list|show|approve|deny|revoke --admin URL [--token-env VAR]",
+		Short: "List and decide tool calls the gateway holds for approval",
+		Long: `Talk to the admin API of a running gateway (its admin listener, not the MCP
+front): list the approval requests, show one, approve or deny it, or revoke a
+remembered approval.
+
+--admin is the admin listener's URL (default: $POLICYC_ADMIN_URL). The
+approver token is read from the environment variable named by --token-env
+(default POLICYC_ADMIN_TOKEN), never from the command line, where other users
+could see it. It must be an approver token: the admin side refuses MCP client
+tokens. An approver can never decide a request made by a principal of its own
+name.
+
+Exit codes: 0 done; 2 usage; 3 the admin API could not be reached or failed;
+5 the admin API refused: an unknown request (404), one already decided or
+expired (409), your own request (403), a duration the server does not allow
+(400), or a token it does not accept (401).
+
+docs/approvals.md describes the gate, the admin API and the approvals page.
+
+Examples:
+  export POLICYC_ADMIN_URL=https://gateway.internal:8443
+  export POLICYC_ADMIN_TOKEN=...   # an approver token
+  policyc approvals list
+  policyc approvals show apr-k3jq7v2mhxw4tq5a
+  policyc approvals approve apr-k3jq7v2mhxw4tq5a --for 8h --reason "release day"
+  policyc approvals deny apr-k3jq7v2mhxw4tq5a --reason "use the staging repository"
+  policyc approvals revoke apr-k3jq7v2mhxw4tq5a`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("approvals has no subcommand %q: use list, show, approve, deny or revoke (see 'policyc approvals --help')", args[0])
+			}
+			return usageErrorf("approvals needs a subcommand: list, show, approve, deny or revoke (see 'policyc approvals --help')")
+		},
+	}
+	f := c.PersistentFlags()
+	f.StringVar(&o.admin, "admin", "", "the gateway's admin listener, a `URL` such as https://gateway.internal:8443 (default $POLICYC_ADMIN_URL)")
+	f.StringVar(&o.tokenEnv, "token-env", defaultTokenEnv, "the environment `VARIABLE` holding the approver token")
+	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up on the admin API after this long")
+	c.AddCommand(newApprovalsListCmd(o), newApprovalsShowCmd(o), newApprovalsDecideCmd(o, approval.VerdictApprove),
+		newApprovalsDecideCmd(o, approval.VerdictDeny), newApprovalsRevokeCmd(o))
+	return c
+}
+
+func newApprovalsListCmd(o *approvalsOptions) *cobra.Command {
+	var status string
+	var active bool
+	c := &cobra.Command{
+		Use:   "list [--status pending|approved|denied|expired|all] [--active] [--json]",
+		Short: "List approval requests, newest first",
+		Long: `List approval requests, newest first: by default the pending ones. --status
+all lists every request the gateway still keeps; --active lists remembered
+approvals (for a duration, and ui:// consents) still in force, which
+'policyc approvals revoke' can end.
+
+Examples:
+  policyc approvals list
+  policyc approvals list --status all --json
+  policyc approvals list --active`,
+		Args: argsRange(0, 0),
+		RunE: func(c *cobra.Command, args []string) error {
+			switch status {
+			case "pending", "approved", "denied", "expired", "all":
+			default:
+				return usageErrorf("--status %q: use pending, approved, denied, expired or all", status)
+			}
+			q := url.Values{}
+			if active {
+				q.Set("active", "true")
+				if !c.Flags().Changed("status") {
+					status = "all"
+				}
+			}
+			q.Set("status", status)
+			var out struct {
+				Requests []approval.RequestView `json:"requests"`
+			}
+			if err := o.call(c, http.MethodGet, "/requests?"+q.Encode(), nil, &out); err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSONOut(c.OutOrStdout(), out)
+			}
+			return writeRequestTable(c.OutOrStdout(), out.Requests, status, active)
+		},
+	}
+	c.Flags().StringVar(&status, "status", "pending", "list requests with this `STATUS`: pending, approved, denied, expired or all")
+	c.Flags().BoolVar(&active, "active", false, "list remembered approvals still in force")
+	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return c
+}
+
+func newApprovalsShowCmd(o *approvalsOptions) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "show REQUEST_ID [--json]",
+		Short: "Show one approval request: who asks, which tool, the preview, the decision",
+		Long: `Show one approval request: who asks and from which agent, the tool, the rule
+that asked, the preview of the arguments (never the arguments), the
+fingerprint the approval is bound to, and the decision once there is one.
+
+Examples:
+  policyc approvals show apr-k3jq7v2mhxw4tq5a
+  policyc approvals show apr-k3jq7v2mhxw4tq5a --json`,
+		Args: argsRange(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var v approval.RequestView
+			if err := o.call(c, http.MethodGet, "/requests/"+url.PathEscape(args[0]), nil, &v); err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSONOut(c.OutOrStdout(), v)
+			}
+			writeRequest(c.OutOrStdout(), v)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	return c
+}
+
+func newApprovalsDecideCmd(o *approvalsOptions, verdict string) *cobra.Command {
+	var body approval.DecisionBody
+	c := &cobra.Command{
+		Args: argsRange(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if verdict == approval.VerdictApprove && body.For != "" && body.For != approval.ForRemember {
+				if _, err := approval.DurationOf(body.For); err != nil {
+					return usageErrorf("--for: %v", err)
+				}
+			}
+			var v approval.RequestView
+			if err := o.call(c, http.MethodPost, "/requests/"+url.PathEscape(args[0])+"/"+verdict, body, &v); err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSONOut(c.OutOrStdout(), v)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
+			return nil
+		},
+	}
+	if verdict == approval.VerdictApprove {
+		c.Use = "approve REQUEST_ID [--for once|1h|8h|7d] [--reason TEXT]"
+		c.Short = "Approve a held call: once, or for a duration"
+		c.Long = `Approve a pending request. The held call runs at once, with exactly the
+arguments that were reviewed.
+
+--for once (the default) lets exactly that call run, once. --for 1h, 8h or 7d
+also lets every later call of the same tool by the same principal through,
+whatever its arguments, until the time is up or the approval is revoked; a
+server may cap the longest duration. A ui:// consent request is approved
+with --for remember (or no --for): consent is remembered until revoked.
+
+Examples:
+  policyc approvals approve apr-k3jq7v2mhxw4tq5a
+  policyc approvals approve apr-k3jq7v2mhxw4tq5a --for 8h --reason "release day"`
+		c.Flags().StringVar(&body.For, "for", "", "how long the approval lasts: `once`, 1h, 8h or 7d (remember for consent)")
+	} else {
+		c.Use = "deny REQUEST_ID [--reason TEXT]"
+		c.Short = "Deny a held call"
+		c.Long = `Deny a pending request. The held call (and every identical call folded into
+it) gets a tool error saying a human denied it, with your reason, and telling
+the agent not to retry it or reach the same result another way.
+
+Examples:
+  policyc approvals deny apr-k3jq7v2mhxw4tq5a
+  policyc approvals deny apr-k3jq7v2mhxw4tq5a --reason "use the staging repository"`
+	}
+	c.Flags().StringVar(&body.Reason, "reason", "", "why; shown to the agent with a denial and kept in the audit log")
+	c.Flags().BoolVar(&o.json, "json", false, "print the decided request as JSON")
+	return c
+}
+
+func newApprovalsRevokeCmd(o *approvalsOptions) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "revoke REQUEST_ID",
+		Short: "End a remembered approval (a duration approval or a consent)",
+		Long: `End the remembered approval that a request granted: an approval for 1h, 8h
+or 7d, or a ui:// consent. The principal's next call asks again. Calls
+already let through are not undone. 'policyc approvals list --active' lists
+what can be revoked.
+
+Examples:
+  policyc approvals list --active
+  policyc approvals revoke apr-k3jq7v2mhxw4tq5a`,
+		Args: argsRange(1, 1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var v approval.RequestView
+			if err := o.call(c, http.MethodPost, "/requests/"+url.PathEscape(args[0])+"/revoke", nil, &v); err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSONOut(c.OutOrStdout(), v)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&o.json, "json", false, "print the request as JSON")
+	return c
+}
+
+// call makes one admin API call and decodes the answer into out.
+func (o *approvalsOptions) call(c *cobra.Command, method, path string, body, out any) error {
+	base := o.admin
+	if base == "" {
+		base = os.Getenv("POLICYC_ADMIN_URL")
+	}
+	if base == "" {
+		return usageErrorf("--admin URL is required: the gateway's admin listener (or set POLICYC_ADMIN_URL)")
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErrorf("--admin %q is not an http or https URL", base)
+	}
+	if o.tokenEnv == "" {
+		return usageErrorf("--token-env must name an environment variable")
+	}
+	token := os.Getenv(o.tokenEnv)
+	if token == "" {
+		return usageErrorf("%s is not set: put an approver token in it, or name another variable with --token-env", o.tokenEnv)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return failuref("%v", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), o.timeout)
+	defer cancel()
+	endpoint := strings.TrimSuffix(base, "/") + approval.APIPrefix + path
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, rd)
+	if err != nil {
+		return failuref("%v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("User-Agent", "policyc-approvals")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		return failuref("the admin API at %s: %v", base, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return failuref("the admin API at %s: %v", base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e approval.ErrorBody
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			return failuref("the admin API at %s answered %s, not an admin API error: is --admin the admin listener (not the MCP front)?", base, resp.Status)
+		}
+		code := ExitRefused
+		if resp.StatusCode >= 500 {
+			code = ExitFailure
+		}
+		return withCode(code, fmt.Errorf("%s (%d)", e.Error, resp.StatusCode))
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return failuref("the admin API at %s answered something that is not JSON: %v", base, err)
+	}
+	return nil
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return failuref("%v", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// what names the thing a request is about.
+func what(r approval.Request) string {
+	if r.Kind == approval.KindConsent {
+		return "consent " + r.URI
+	}
+	return r.Server + " / " + r.Tool
+}
+
+// outcome says where a request stands, in one line.
+func outcome(r approval.Request) string {
+	d := r.Decision
+	switch r.Status {
+	case approval.Pending:
+		return "pending until " + stamp(r.Expires)
+	case approval.Expired:
+		return "expired: " + r.End
+	case approval.Denied:
+		s := "denied by " + d.By
+		if d.Reason != "" {
+			s += " (" + d.Reason + ")"
+		}
+		return s
+	}
+	s := "approved " + d.For + " by " + d.By
+	switch {
+	case d.Revoked != nil:
+		s += ", revoked by " + d.Revoked.By + " at " + stamp(d.Revoked.At)
+	case !d.Until.IsZero():
+		s += ", until " + stamp(d.Until)
+	}
+	if r.Ran != "" {
+		s += "; " + r.Ran
+	}
+	return s
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+func writeRequestTable(w io.Writer, reqs []approval.RequestView, status string, active bool) error {
+	if len(reqs) == 0 {
+		switch {
+		case active:
+			fmt.Fprintln(w, "No remembered approval is in force.")
+		case status == "all":
+			fmt.Fprintln(w, "No approval requests.")
+		default:
+			fmt.Fprintf(w, "No %s approval requests.\n", status)
+		}
+		return nil
+	}
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+	)
+	t.Header("Request", "Principal", "What", "Asked", "Status")
+	for _, v := range reqs {
+		st := outcome(v.Request)
+		if v.Status == approval.Pending && v.Waiting > 1 {
+			st += fmt.Sprintf(" (%d calls waiting)", v.Waiting)
+		}
+		if err := t.Append(v.ID, v.Principal, what(v.Request), stamp(v.Created), st); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+func writeRequest(w io.Writer, v approval.RequestView) {
+	line := func(k, val string) {
+		if val != "" {
+			fmt.Fprintf(w, "%-12s %s\n", k+":", val)
+		}
+	}
+	line("request", v.ID)
+	line("status", outcome(v.Request))
+	line("principal", v.Principal)
+	agent := v.Client
+	if v.Session != "" {
+		agent += " (session " + v.Session + ")"
+	}
+	line("agent", strings.TrimSpace(agent))
+	if v.Kind == approval.KindConsent {
+		line("consent to", v.URI+" on "+v.Server)
+	} else {
+		line("tool", v.Server+" / "+v.Tool)
+	}
+	line("rule", v.Origin)
+	line("channel", v.Channel)
+	if dl := v.Delivery; dl != nil {
+		s := dl.State
+		if dl.Attempts > 0 {
+			s += fmt.Sprintf(" after %d attempt(s)", dl.Attempts)
+		}
+		if dl.Error != "" {
+			s += ": " + dl.Error
+		}
+		line("webhook", s)
+	}
+	line("asked", stamp(v.Created))
+	if v.Calls > 1 {
+		line("calls", fmt.Sprintf("%d identical calls folded into this request", v.Calls))
+	}
+	if v.Status == approval.Pending {
+		line("waiting", fmt.Sprintf("%d call(s)", v.Waiting))
+		line("may give", strings.Join(v.Durations, ", "))
+	}
+	if d := v.Decision; d != nil {
+		line("decided", stamp(d.At)+" from "+d.From)
+	}
+	line("arguments", v.Fingerprint)
+	switch {
+	case v.Kind == approval.KindConsent:
+	case v.PreviewOff:
+		fmt.Fprintln(w, "preview:     off for this server (the tool name only)")
+	case v.Preview != nil:
+		fmt.Fprintln(w, "preview:")
+		for _, f := range v.Preview.Fields {
+			fmt.Fprintf(w, "  %s: %s\n", f.Key, f.Value)
+		}
+		if v.Preview.Omitted > 0 {
+			fmt.Fprintf(w, "  … and %d more key(s)\n", v.Preview.Omitted)
+		}
+	}
+	line("link", v.URL)
+}

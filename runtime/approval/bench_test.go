@@ -1,0 +1,124 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The benchmarks measure what the gate costs the calls it does not hold,
+// and how soon an approval reaches the upstream. Run them with:
+//
+//	go test ./runtime/approval -run '^$' -bench . -benchtime=2000x -count 5
+//
+// Figures are in docs/approvals.md.
+
+// noApprovalPolicy is e2ePolicy without its approval rules: the gateway
+// serves it without a gate.
+var noApprovalPolicy = strings.Replace(e2ePolicy, `	approval_list: ["merge_pull_request", "delete_branch"]
+	approval_timeout_seconds: 30
+	approval_channel: "page"
+`, "", 1)
+
+// BenchmarkAllowPath is a tools/call of an allowed tool through the
+// gateway over in-memory transports, with the gate configured (and the
+// table holding other tools for approval) and without a gate at all.
+func BenchmarkAllowPath(b *testing.B) {
+	if noApprovalPolicy == e2ePolicy {
+		b.Fatal("the policy without approvals still has them")
+	}
+	for _, tc := range []struct {
+		name   string
+		gated  bool
+		policy string
+	}{
+		{"gate=off", false, noApprovalPolicy},
+		{"gate=on", true, e2ePolicy},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var gate *Gate
+			if tc.gated {
+				gate = openGate(b, "", pageOnly)
+			}
+			s := newStack(b, gate, tc.policy)
+			cs := s.client(b, "alice")
+			params := &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"title": "a benchmark issue", "labels": []any{"bug"}, "n": 3}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatalf("echo: %v %+v", err, res)
+				}
+			}
+			b.StopTimer()
+			if tc.gated && len(gate.List(Filter{})) != 0 {
+				b.Fatal("an allowed call made an approval request")
+			}
+		})
+	}
+}
+
+// BenchmarkClickToDispatch measures, per held call, the time from the
+// approver's click (the admin API's approve call, as the page's form post
+// makes it) to the held call reaching the upstream. It reports the median
+// and the worst case in ms.
+func BenchmarkClickToDispatch(b *testing.B) {
+	gate := openGate(b, "", pageOnly)
+	srv := adminServer(b, gate)
+	s := newStack(b, gate, e2ePolicy)
+	var dispatched atomic.Pointer[chan time.Time]
+	s.up.server.AddTool(&mcp.Tool{Name: "merge_pull_request", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if ch := dispatched.Load(); ch != nil {
+			*ch <- time.Now()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "merged"}}}, nil
+	})
+	cs := s.client(b, "alice")
+	client := &http.Client{}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ch := make(chan time.Time, 1)
+		dispatched.Store(&ch)
+		done := make(chan error, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": i}})
+			if err == nil && res.IsError {
+				err = errors.New(resultText(res))
+			}
+			done <- err
+		}()
+		r := pendingFor(b, gate, "alice", "merge_pull_request", 1)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/requests/"+r.ID+"/approve", strings.NewReader(`{"for":"once"}`))
+		req.Header.Set("Authorization", "Bearer "+carolToken)
+		req.Header.Set("Content-Type", "application/json")
+		b.StartTimer()
+		click := time.Now()
+		resp, err := client.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("approve: %v %v", err, resp)
+		}
+		resp.Body.Close()
+		at := <-ch
+		b.StopTimer()
+		lat = append(lat, at.Sub(click))
+		if err := <-done; err != nil {
+			b.Fatalf("held call: %v", err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "ms-median")
+	b.ReportMetric(float64(lat[len(lat)-1])/1e6, "ms-max")
+}

@@ -31,6 +31,14 @@ const (
 	CodeUIResourceDenied   = "ui-resource-denied"
 	CodeApprovalTimeout    = "approval-timeout-too-long"
 
+	// The catalogue rules: the policy checked against the catalogue
+	// snapshot of what the servers offer (package lint).
+	CodePatternNotCatalogued = "pattern-not-in-catalog"
+	CodeItemFallsToDefault   = "item-falls-to-default"
+	CodeDestructiveAllowed   = "destructive-allowed"
+	CodeApprovalOnReadOnly   = "approval-on-read-only"
+	CodeInputSchemaChanged   = "input-schema-changed"
+
 	// The linter's own codes, about its ignore comments (package lint).
 	CodeUnusedIgnore  = "unused-ignore"
 	CodeInvalidIgnore = "invalid-ignore"
@@ -47,6 +55,7 @@ const (
 	CategoryUI       Category = "ui"       // MCP Apps ui:// resources
 	CategoryScope    Category = "scope"    // scopes and narrowing
 	CategoryReach    Category = "reach"    // rules that cannot take effect
+	CategoryCatalog  Category = "catalog"  // the policy against the catalogue snapshot
 	CategoryLint     Category = "lint"     // the linter's ignore comments
 )
 
@@ -88,6 +97,11 @@ var Codes = []CodeInfo{
 	{CodeEmptyGroup, CategoryScope, Warning, "a group with rules but no members: its rules apply to no one"},
 	{CodeUIResourceDenied, CategoryUI, Warning, "a resource allow entry that admits ui:// URIs the ui allowlist does not: they are denied"},
 	{CodeApprovalTimeout, CategoryApproval, Warning, "approval holds longer than common MCP hosts wait for a tool result"},
+	{CodePatternNotCatalogued, CategoryCatalog, Warning, "a pattern that matches no catalogued item of its server and kind (often a misspelling)"},
+	{CodeItemFallsToDefault, CategoryCatalog, Info, "a catalogued item that no rule names: a default decides it"},
+	{CodeDestructiveAllowed, CategoryCatalog, Warning, "a tool whose annotations say it may be destructive, allowed without approval"},
+	{CodeApprovalOnReadOnly, CategoryCatalog, Info, "an approval on a tool whose annotations say it is read-only"},
+	{CodeInputSchemaChanged, CategoryCatalog, Warning, "a catalogued tool whose input schema changed since the snapshot committed at HEAD"},
 	{CodeUnusedIgnore, CategoryLint, Warning, "a policyc:ignore comment that silences no finding"},
 	{CodeInvalidIgnore, CategoryLint, Warning, "a policyc:ignore comment without a known rule id and a reason, or for a rule that cannot be ignored"},
 }

@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/parser"
 
+	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/runtime/table"
 	"github.com/policyc/policyc/schema"
 )
@@ -36,6 +37,9 @@ type Input struct {
 	Source table.Source
 	// Serial is recorded in the table; see docs/git.md for how it is derived.
 	Serial uint64
+	// Catalog, when set, is the policy's catalogue snapshot: the table then
+	// records the decision for every catalogued item (FreezeItems).
+	Catalog *catalog.Catalog
 }
 
 // Result is the outcome of a compilation.
@@ -168,6 +172,16 @@ func Compile(in Input) *Result {
 	}
 	res.Policy = p
 	res.Table = Freeze(p, in.Source, in.Serial)
+	if in.Catalog != nil {
+		items, err := FreezeItems(res.Table, in.Catalog)
+		if err != nil {
+			res.Diagnostics = append(res.Diagnostics, Diagnostic{Code: CodeInvalidGlob, Severity: Error,
+				Message: "the frozen table does not load: " + err.Error()})
+			res.Table = nil
+			return res
+		}
+		res.Table.Items = items
+	}
 	return res
 }
 

@@ -1,6 +1,11 @@
 package compiler
 
 import (
+	"fmt"
+	"sort"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -131,4 +136,31 @@ func (a *Access) OrderedLists() []*List {
 		}
 	}
 	return out
+}
+
+// FreezeItems decides every item of a catalogue with table t, for a
+// principal with no group or principal scope of their own, and returns the
+// decisions sorted by server, kind and name. An item of a server the policy
+// does not define is denied, as the gateway denies it. The decisions come
+// from the runtime that enforces the table, so they cannot disagree with it.
+func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
+	rt, err := runtime.Load(t)
+	if err != nil {
+		return nil, err
+	}
+	items := []table.Item{}
+	for it := range cat.Items() {
+		kind, ok := runtime.ParseKind(it.Kind)
+		if !ok {
+			return nil, fmt.Errorf("catalogue item %s %q: unknown kind %q", it.Server, it.Name, it.Kind)
+		}
+		d := rt.Decide("", it.Server, kind, it.Name)
+		ti := table.Item{Decision: d.Effect.String(), Kind: it.Kind, Name: it.Name, Origin: d.Origin, Server: it.Server}
+		if it.Tool != nil {
+			ti.InputSchemaDigest = it.Tool.InputSchemaDigest()
+		}
+		items = append(items, ti)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Less(items[j]) })
+	return items, nil
 }

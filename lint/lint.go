@@ -69,12 +69,15 @@ func (r *Report) Fails(level compiler.Severity) bool {
 
 // Lint compiles files (policy sources, names relative to the policy root)
 // and returns the findings cfg asks for. A nil cfg is the default.
-func Lint(files []compiler.File, cfg *Config) *Report {
+func Lint(files []compiler.File, cfg *Config) *Report { return lint(files, cfg, nil) }
+
+func lint(files []compiler.File, cfg *Config, cat *Catalogue) *Report {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
 	res := compiler.Compile(compiler.Input{Files: files})
 	diags := res.Diagnostics
+	diags = append(diags, catalogueDiagnostics(res.Policy, res.Table, cat)...)
 	if res.Policy != nil && cfg.MaxApprovalTimeout != compiler.DefaultMaxApprovalTimeout {
 		kept := diags[:0:0]
 		for _, d := range diags {

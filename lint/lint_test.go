@@ -265,17 +265,20 @@ func TestRuleNames(t *testing.T) {
 // session, a file in another encoding) are left out.
 func TestRulePageExamples(t *testing.T) {
 	skip := map[string]bool{compiler.CodeNoPolicy: true, compiler.CodeNotUTF8: true}
-	block := func(page, section string) string {
-		i := strings.Index(page, "## "+section)
+	block := func(page, section, lang string) string {
+		i := strings.Index(page, "## "+section+"\n")
 		if i < 0 {
 			return ""
 		}
-		rest := page[i:]
-		j := strings.Index(rest, "```cue\n")
+		rest := page[i+1:]
+		if end := strings.Index(rest, "\n## "); end >= 0 {
+			rest = rest[:end]
+		}
+		j := strings.Index(rest, "```"+lang+"\n")
 		if j < 0 {
 			return ""
 		}
-		rest = rest[j+len("```cue\n"):]
+		rest = rest[j+len("```"+lang+"\n"):]
 		return rest[:strings.Index(rest, "```")]
 	}
 	for _, c := range compiler.Codes {
@@ -287,7 +290,7 @@ func TestRulePageExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, section := range []string{"Avoid", "Prefer"} {
-			src := block(string(b), section)
+			src := block(string(b), section, "cue")
 			if src == "" {
 				t.Errorf("%s: no CUE example under ## %s", c.ID, section)
 				continue
@@ -295,7 +298,13 @@ func TestRulePageExamples(t *testing.T) {
 			if !strings.HasPrefix(src, "package ") {
 				src = "package policy\n\n" + src
 			}
-			rep := Lint([]compiler.File{{Name: "example.cue", Data: []byte(src)}}, nil)
+			// A catalogue rule's page gives the snapshot of each example
+			// (and the one committed at HEAD) as JSON blocks.
+			var cat *Catalogue
+			if c.Category == compiler.CategoryCatalog {
+				cat = pageCatalogue(t, c.ID, block(string(b), section, "json"), block(string(b), "Committed at HEAD", "json"))
+			}
+			rep := LintCatalogue([]compiler.File{{Name: "example.cue", Data: []byte(src)}}, nil, cat)
 			found := slices.ContainsFunc(rep.Findings, func(f Finding) bool { return f.Code == c.ID })
 			if section == "Avoid" && !found {
 				t.Errorf("%s: the Avoid example does not give the finding: %q", c.ID, codesAt(rep))

@@ -62,6 +62,11 @@ type Table struct {
 	Expires string `json:"expires,omitempty"`
 	// Format is the table format version, Format.
 	Format string `json:"format"`
+	// Items are the decisions for every catalogued item, when the policy
+	// was compiled with a catalogue snapshot: sorted by server, kind and
+	// name. They record what the rules decided at compile time; the
+	// gateway decides from the rules, never from this list.
+	Items []Item `json:"items,omitempty"`
 	// Scopes are the narrowing scopes in evaluation order: global, then
 	// groups, then principals, each sorted by name.
 	Scopes []Scope `json:"scopes"`
@@ -83,6 +88,35 @@ type Source struct {
 	PolicyPath string `json:"policy_path"`
 	Repository string `json:"repository,omitempty"`
 	Tree       string `json:"tree,omitempty"`
+}
+
+// Item is the frozen decision for one catalogued tool, prompt or resource,
+// for a principal with no group or principal scope of their own.
+type Item struct {
+	// Decision is "allow", "approve" or "deny".
+	Decision string `json:"decision"`
+	// InputSchemaDigest is the catalogued tool's input-schema digest
+	// ("sha256:..."); empty for prompts, resources and tools without one.
+	InputSchemaDigest string `json:"input_schema_digest,omitempty"`
+	// Kind is KindTool, KindPrompt or KindResource.
+	Kind string `json:"kind"`
+	// Name is the tool or prompt name, or the resource URI.
+	Name string `json:"name"`
+	// Origin is the file:line of the deciding rule or default; empty for
+	// the built-in deny.
+	Origin string `json:"origin,omitempty"`
+	Server string `json:"server"`
+}
+
+// Less orders items by server, kind and name.
+func (it Item) Less(o Item) bool {
+	if it.Server != o.Server {
+		return it.Server < o.Server
+	}
+	if it.Kind != o.Kind {
+		return it.Kind < o.Kind
+	}
+	return it.Name < o.Name
 }
 
 // Channel is a way to reach a human for approvals and consent.
@@ -276,6 +310,23 @@ func (t *Table) Check() error {
 	if t.Expires != "" {
 		if _, err := time.Parse(time.RFC3339, t.Expires); err != nil {
 			add("expires: %v", err)
+		}
+	}
+	for i, it := range t.Items {
+		if it.Kind != KindTool && it.Kind != KindPrompt && it.Kind != KindResource {
+			add("items[%d]: unknown kind %q", i, it.Kind)
+		}
+		if effectRank(it.Decision) < 0 {
+			add("items[%d]: unknown decision %q", i, it.Decision)
+		}
+		if it.Server == "" || it.Name == "" {
+			add("items[%d]: an item needs a server and a name", i)
+		}
+		if it.InputSchemaDigest != "" && it.Kind != KindTool {
+			add("items[%d]: an input-schema digest on a %s", i, it.Kind)
+		}
+		if i > 0 && !t.Items[i-1].Less(it) {
+			add("items[%d]: items are not sorted by server, kind and name, or %s %s %q is listed twice", i, it.Server, it.Kind, it.Name)
 		}
 	}
 	for name, c := range t.Channels {

@@ -1,0 +1,455 @@
+package lint
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Catalogue is what the catalogue rules check a policy against: the
+// snapshots beside it (catalog/ in the work tree, or as staged) and, inside
+// a repository, the snapshots committed at HEAD.
+//
+// The rules read the servers' annotations as the servers stated them. They
+// are hints, not facts: a finding says what a hint suggests, and no finding
+// proves a tool safe.
+type Catalogue struct {
+	// Current is the snapshot the policy is linted against.
+	Current *catalog.Catalog
+	// Files are Current's files, named relative to the catalogue directory
+	// ("github.json"): findings about an item point at its line.
+	Files []catalog.File
+	// Committed is the snapshot committed at HEAD; nil outside a
+	// repository, or when HEAD has none. input-schema-changed compares
+	// Current with it.
+	Committed *catalog.Catalog
+}
+
+// LintCatalogue is Lint with the catalogue rules: patterns that match no
+// catalogued item, items no rule names, tools that may be destructive
+// allowed without approval, approvals on read-only tools and input schemas
+// changed since HEAD. A nil cat is Lint.
+func LintCatalogue(files []compiler.File, cfg *Config, cat *Catalogue) *Report {
+	return lint(files, cfg, cat)
+}
+
+// catalogueDiagnostics runs the catalogue rules on a policy that compiled.
+func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []compiler.Diagnostic {
+	if p == nil || t == nil || cat == nil || cat.Current == nil {
+		return nil
+	}
+	rt, err := runtime.Load(t)
+	if err != nil {
+		return nil // the compiler refuses every table the runtime refuses
+	}
+	c := &catalogueCheck{p: p, rt: rt, cat: cat, origins: originPositions(p), lines: map[string][]byte{}}
+	for _, f := range cat.Files {
+		c.lines[strings.TrimSuffix(path.Base(f.Name), ".json")] = f.Data
+	}
+	c.principals = principals(p)
+	c.patterns()
+	for it := range cat.Current.Items() {
+		if p.Servers[it.Server] == nil {
+			continue // unknown servers are denied outright; no rule could cover them
+		}
+		c.item(it)
+	}
+	c.schemas()
+	return c.diags
+}
+
+type catalogueCheck struct {
+	p          *compiler.Policy
+	rt         *runtime.Table
+	cat        *Catalogue
+	origins    map[string]compiler.Position
+	lines      map[string][]byte
+	principals []string
+	diags      []compiler.Diagnostic
+}
+
+func (c *catalogueCheck) add(d compiler.Diagnostic) { c.diags = append(c.diags, d) }
+
+// patterns reports every pattern of a server with a snapshot that matches
+// none of the server's catalogued items of its kind. Patterns of a scope's
+// block for every server ("*") are left out: they are written for servers
+// whatever they offer. Resource patterns of a server with resource
+// templates are left out too: a template's URIs are not listed.
+func (c *catalogueCheck) patterns() {
+	check := func(server, kind string, a *compiler.Access) {
+		snap := c.cat.Current.Servers[server]
+		if a == nil || snap == nil || kind == table.KindResource && len(snap.ResourceTemplates) > 0 {
+			return
+		}
+		names := c.cat.Current.ItemNames(server, kind)
+		for _, l := range a.OrderedLists() {
+			for _, e := range l.Entries {
+				if e.Glob == nil || matchesAny(e, names) {
+					continue
+				}
+				d := compiler.Diagnostic{Pos: e.Pos, Code: compiler.CodePatternNotCatalogued, Severity: compiler.Warning, Path: l.Path,
+					Message: fmt.Sprintf("%s pattern %q matches no %s in the catalogue of %s (%s)", kind, e.Pattern, kind, server, path.Join(catalog.Dir, server+".json"))}
+				if near := nearest(e.Pattern, names, 3); len(near) > 0 {
+					d.Suggestion = "did you mean " + quoteList(near) + "?"
+				} else {
+					d.Suggestion = "check the name against the catalogue, or pull the catalogue again if the server has a new " + kind
+				}
+				c.add(d)
+			}
+		}
+	}
+	for _, name := range sortedKeys(c.p.Servers) {
+		for _, k := range compiler.Kinds {
+			check(name, k, c.p.Servers[name].Access[k])
+		}
+	}
+	for _, sc := range c.p.Scopes() {
+		for _, name := range sortedKeys(sc.Servers) {
+			if name == table.AllServers || c.p.Servers[name] == nil {
+				continue
+			}
+			for _, k := range compiler.Kinds {
+				check(name, k, sc.Servers[name].Access[k])
+			}
+		}
+	}
+}
+
+func matchesAny(e compiler.Entry, names []string) bool {
+	for _, n := range names {
+		if e.Glob.Match(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// item reports a catalogued item that no rule names, and for tools what
+// their annotations suggest about the decisions of every principal.
+func (c *catalogueCheck) item(it catalog.Item) {
+	kind, ok := runtime.ParseKind(it.Kind)
+	if !ok {
+		return
+	}
+	ex := c.rt.Explain("", it.Server, kind, it.Name)
+	if d := ex.Decision; d.Reason == runtime.ByDefault && d.Rule == nil && len(ex.Beaten) == 0 {
+		from := "the built-in deny: no default is set"
+		if d.Origin != "" {
+			from = "set at " + d.Origin
+		}
+		scope := ""
+		if d.Scope != runtime.ServerScope {
+			scope = " of scope " + d.Scope
+		}
+		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
+			Message:    fmt.Sprintf("%s %s %q is catalogued but no rule names it: it falls to the default %s%s (%s)", it.Server, it.Kind, it.Name, d.Effect, scope, from),
+			Suggestion: fmt.Sprintf("name it in a list of mcp_servers.%s.access.%s, so that its decision is written down", it.Server, it.Kind)})
+	}
+	if it.Tool == nil {
+		return
+	}
+	destroy, readOnly := it.Tool.MayDestroy(), it.Tool.ReadOnly()
+	if !destroy && !readOnly {
+		return
+	}
+	// One finding per deciding rule or default, naming the principals.
+	type decider struct{ origin, pattern string }
+	byOrigin := map[decider][]string{}
+	var order []decider
+	for _, pr := range c.principals {
+		d := c.rt.Decide(pr, it.Server, runtime.Tool, it.Name)
+		if destroy && d.Effect != runtime.Allow || readOnly && d.Effect != runtime.Approve {
+			continue
+		}
+		k := decider{origin: d.Origin}
+		if d.Rule != nil {
+			k.pattern = d.Rule.Pattern
+		}
+		if _, seen := byOrigin[k]; !seen {
+			order = append(order, k)
+		}
+		byOrigin[k] = append(byOrigin[k], pr)
+	}
+	for _, k := range order {
+		origin := k.origin
+		who := whom(byOrigin[k], len(c.principals))
+		pos := c.originPos(origin, k.pattern)
+		if destroy {
+			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
+				Message: fmt.Sprintf("%s tool %q may be destructive (its annotations: %s) and is allowed without approval %s by %s",
+					it.Server, it.Name, hints(it.Tool), who, decidedBy(origin)),
+				Suggestion: fmt.Sprintf("put %q on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", it.Name, it.Server)})
+		} else {
+			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeApprovalOnReadOnly, Severity: compiler.Info,
+				Message: fmt.Sprintf("%s tool %q is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
+					it.Server, it.Name, who, decidedBy(origin)),
+				Suggestion: fmt.Sprintf("allow %q instead, if you trust the server's hint; keep the approval if you do not", it.Name)})
+		}
+	}
+}
+
+// schemas reports the catalogued tools whose input schema differs from the
+// snapshot committed at HEAD.
+func (c *catalogueCheck) schemas() {
+	if c.cat.Committed == nil {
+		return
+	}
+	for it := range c.cat.Current.Items() {
+		if it.Tool == nil {
+			continue
+		}
+		old := c.cat.Committed.Tool(it.Server, it.Name)
+		if old == nil {
+			continue
+		}
+		was, now := old.InputSchemaDigest(), it.Tool.InputSchemaDigest()
+		if was == now {
+			continue
+		}
+		d := "allowed"
+		if kind, ok := runtime.ParseKind(it.Kind); ok {
+			d = c.rt.Decide("", it.Server, kind, it.Name).Effect.String()
+		}
+		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeInputSchemaChanged, Severity: compiler.Warning,
+			Message: fmt.Sprintf("the input schema of %s tool %q changed since the snapshot committed at HEAD (%s → %s); its decision is %s",
+				it.Server, it.Name, shortDigest(was), shortDigest(now), d),
+			Suggestion: "review what the new arguments let a caller do (git diff " + path.Join(catalog.Dir, it.Server+".json") + "), then commit the snapshot"})
+	}
+}
+
+func shortDigest(d string) string {
+	if d == "" {
+		return "none"
+	}
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+// hints describes the annotations that make a tool possibly destructive.
+func hints(t *catalog.Tool) string {
+	a := t.Annotations
+	ro, de := "readOnlyHint not given (default false)", "destructiveHint not given (default true)"
+	if a != nil && a.ReadOnlyHint != nil {
+		ro = "readOnlyHint false"
+	}
+	if a != nil && a.DestructiveHint != nil {
+		de = "destructiveHint true"
+	}
+	return ro + ", " + de
+}
+
+func decidedBy(origin string) string {
+	if origin == "" {
+		return "the built-in default"
+	}
+	return "the rule or default at " + origin
+}
+
+// whom names the principals a finding is about; "" is anyone without a
+// group or principal scope of their own.
+func whom(prs []string, all int) string {
+	if len(prs) == all {
+		return "for everyone"
+	}
+	names := make([]string, len(prs))
+	for i, p := range prs {
+		if p == "" {
+			p = "anyone without a scope of their own"
+		}
+		names[i] = p
+	}
+	return "for " + strings.Join(names, ", ")
+}
+
+// principals are the anonymous principal ("") and every principal named
+// in a principal scope or as a group member, sorted.
+func principals(p *compiler.Policy) []string {
+	set := map[string]bool{}
+	for name := range p.Principals {
+		set[name] = true
+	}
+	for _, g := range p.Groups {
+		for _, m := range g.Members {
+			set[m] = true
+		}
+	}
+	out := []string{""}
+	for _, n := range sortedKeys(set) {
+		out = append(out, n)
+	}
+	return out
+}
+
+// originPositions maps the file:line origins the table records, with the
+// pattern of a rule ("" for a default or an allow list's default), to the
+// positions of the entries and defaults written there.
+func originPositions(p *compiler.Policy) map[string]compiler.Position {
+	m := map[string]compiler.Position{}
+	put := func(pos compiler.Position, pattern string) {
+		key := pos.Origin() + "\x00" + pattern
+		if _, ok := m[key]; !ok {
+			m[key] = pos
+		}
+	}
+	access := func(a *compiler.Access) {
+		if a == nil {
+			return
+		}
+		if a.Default != nil {
+			put(a.Default.Pos, "")
+		}
+		for _, l := range a.OrderedLists() {
+			put(l.Pos, "")
+			for _, e := range l.Entries {
+				put(e.Pos, e.Pattern)
+			}
+		}
+	}
+	for _, d := range p.Defaults {
+		put(d.Pos, "")
+	}
+	for _, s := range p.Servers {
+		for _, a := range s.Access {
+			access(a)
+		}
+	}
+	for _, sc := range p.Scopes() {
+		for _, ss := range sc.Servers {
+			for _, a := range ss.Access {
+				access(a)
+			}
+		}
+	}
+	return m
+}
+
+// originPos turns a table origin back into a policy position.
+func (c *catalogueCheck) originPos(origin, pattern string) compiler.Position {
+	if pos, ok := c.origins[origin+"\x00"+pattern]; ok {
+		return pos
+	}
+	i := strings.LastIndexByte(origin, ':')
+	if i < 0 {
+		return compiler.Position{File: origin}
+	}
+	line, _ := strconv.Atoi(origin[i+1:])
+	return compiler.Position{File: origin[:i], Line: line}
+}
+
+// itemPos is the line of an item in its snapshot file: the line of its
+// "name" (or "uri") key, in the file's own layout; the file's first line
+// when it cannot be found.
+func (c *catalogueCheck) itemPos(it catalog.Item) compiler.Position {
+	pos := compiler.Position{File: path.Join(catalog.Dir, it.Server+".json"), Line: 1}
+	data := c.lines[it.Server]
+	if data == nil {
+		return pos
+	}
+	section, key := `"tools"`, `"name"`
+	switch it.Kind {
+	case table.KindPrompt:
+		section = `"prompts"`
+	case table.KindResource:
+		section, key = `"resources"`, `"uri"`
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(it.Name)
+	want := key + ": " + strings.TrimSpace(buf.String())
+	in := false
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(line, "  \"") && !strings.HasPrefix(line, "   ") {
+			in = strings.HasPrefix(t, section+":")
+			continue
+		}
+		if in && strings.TrimSuffix(t, ",") == want {
+			pos.Line = i + 1
+			pos.Column = strings.Index(line, key) + 1
+			return pos
+		}
+	}
+	return pos
+}
+
+// nearest returns up to n names closest to pattern by edit distance, among
+// those close enough to be a misspelling of it.
+func nearest(pattern string, names []string, n int) []string {
+	limit := max(2, len(pattern)/3)
+	type cand struct {
+		name string
+		d    int
+	}
+	var cs []cand
+	for _, name := range names {
+		if d := editDistance(pattern, name, limit); d <= limit {
+			cs = append(cs, cand{name, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	var out []string
+	for i := 0; i < len(cs) && i < n; i++ {
+		out = append(out, cs[i].name)
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b in runes, or
+// limit+1 when it is more than limit.
+func editDistance(a, b string, limit int) int {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		best := cur[0]
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			best = min(best, cur[j])
+		}
+		if best > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

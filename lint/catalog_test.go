@@ -1,0 +1,158 @@
+package lint
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/compiler"
+)
+
+// pageCatalogue reads the JSON snapshot of a rule page's example, and the
+// one committed at HEAD when the page has one.
+func pageCatalogue(t *testing.T, id, current, committed string) *Catalogue {
+	t.Helper()
+	if current == "" {
+		t.Fatalf("%s: a catalogue rule's example needs a JSON snapshot", id)
+	}
+	cat := &Catalogue{}
+	var err error
+	cat.Files = []catalog.File{{Name: server(t, current) + ".json", Data: []byte(current)}}
+	if cat.Current, err = catalog.Parse(cat.Files); err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	if committed != "" {
+		if cat.Committed, err = catalog.Parse([]catalog.File{{Name: server(t, committed) + ".json", Data: []byte(committed)}}); err != nil {
+			t.Fatalf("%s: committed: %v", id, err)
+		}
+	}
+	return cat
+}
+
+func server(t *testing.T, snapshot string) string {
+	var s struct{ Server string }
+	if err := json.Unmarshal([]byte(snapshot), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Server
+}
+
+// snapshot encodes a one-server catalogue canonically, as catalog pull
+// writes it.
+func snapshot(t *testing.T, s *catalog.Snapshot) *Catalogue {
+	t.Helper()
+	b, err := catalog.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []catalog.File{{Name: s.Server + ".json", Data: b}}
+	c, err := catalog.Parse(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Catalogue{Current: c, Files: files}
+}
+
+func hint(b bool) *bool { return &b }
+
+func TestCatalogueRules(t *testing.T) {
+	cat := snapshot(t, &catalog.Snapshot{Server: "github", Tools: []catalog.Tool{
+		{Name: "delete_repository"},
+		{Name: "get_issue", Annotations: &catalog.Annotations{ReadOnlyHint: hint(true)}},
+		{Name: "list_issues", Annotations: &catalog.Annotations{ReadOnlyHint: hint(true)}},
+		{Name: "update_issue", Annotations: &catalog.Annotations{ReadOnlyHint: hint(false), DestructiveHint: hint(false)}},
+	}, Prompts: []catalog.Prompt{{Name: "triage"}}})
+	src := `approval_channels: page: approvals_page: {}
+mcp_servers: github: access: {
+	tool: {
+		allow_list: ["update_issue", "delete_*", "list_issue"]
+		approval_list: ["get_issue"]
+		approval_channel: "page"
+	approval_timeout_seconds: 60
+	}
+}
+groups: ops: {
+	members: ["alice"]
+	mcp_servers: github: access: tool: deny_list: ["delete_repository"]
+}
+`
+	rep := LintCatalogue(policy(src), nil, cat)
+	got := codesAt(rep)
+	want := []string{
+		"catalog/github.json:25:7 info item-falls-to-default",
+		"catalog/github.json:5:7 info item-falls-to-default",
+		"p.cue:6:32 warning destructive-allowed",
+		"p.cue:6:44 warning pattern-not-in-catalog",
+		"p.cue:7:19 info approval-on-read-only",
+	}
+	// list_issues (line 25) and the prompt triage (line 5) fall to the
+	// built-in deny.
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, f := range rep.Findings {
+		switch f.Code {
+		case compiler.CodePatternNotCatalogued:
+			if !strings.Contains(f.Suggestion, `"list_issues"`) {
+				t.Errorf("no nearest name: %s", f.Suggestion)
+			}
+		case compiler.CodeDestructiveAllowed:
+			// alice's group denies it: only the others are named.
+			if !strings.Contains(f.Message, "for anyone without a scope of their own") || strings.Contains(f.Message, "alice") {
+				t.Errorf("principals: %s", f.Message)
+			}
+		}
+	}
+
+	// Without a catalogue, none of these rules runs.
+	for _, f := range Lint(policy(src), nil).Findings {
+		if info, _ := compiler.LookupCode(f.Code); info.Category == compiler.CategoryCatalog {
+			t.Errorf("catalogue finding without a catalogue: %v", f)
+		}
+	}
+}
+
+func TestInputSchemaChanged(t *testing.T) {
+	tool := func(schema string) *catalog.Snapshot {
+		return &catalog.Snapshot{Server: "github", Tools: []catalog.Tool{
+			{Name: "create_issue", InputSchema: json.RawMessage(schema), Annotations: &catalog.Annotations{ReadOnlyHint: hint(false), DestructiveHint: hint(false)}},
+		}}
+	}
+	src := `mcp_servers: github: access: tool: allow_list: ["create_issue"]` + "\n"
+	cat := snapshot(t, tool(`{"type":"object","properties":{"title":{"type":"string"},"repo":{"type":"string"}}}`))
+	// The same schema written in another key order is the same schema.
+	cat.Committed = snapshot(t, tool(`{"properties":{"repo":{"type":"string"},"title":{"type":"string"}},"type":"object"}`)).Current
+	if got := codesAt(LintCatalogue(policy(src), nil, cat)); len(got) != 0 {
+		t.Fatalf("same schema: %v", got)
+	}
+	cat.Committed = snapshot(t, tool(`{"type":"object","properties":{"title":{"type":"string"}}}`)).Current
+	rep := LintCatalogue(policy(src), nil, cat)
+	if got := codesAt(rep); !slices.Equal(got, []string{"catalog/github.json:24:7 warning input-schema-changed"}) {
+		t.Fatalf("changed schema: %v", got)
+	}
+	if m := rep.Findings[0].Message; !strings.Contains(m, "its decision is allow") {
+		t.Errorf("message: %s", m)
+	}
+}
+
+func TestNearest(t *testing.T) {
+	names := []string{"create_issue", "delete_repository", "get_issue", "list_issues"}
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"get_isue", []string{"get_issue"}},
+		{"delete_repostory", []string{"delete_repository"}},
+		{"push_files", nil},
+	} {
+		if got := nearest(tc.pattern, names, 3); !slices.Equal(got, tc.want) {
+			t.Errorf("nearest(%q) = %v, want %v", tc.pattern, got, tc.want)
+		}
+	}
+	if d := editDistance("kitten", "sitting", 10); d != 3 {
+		t.Errorf("editDistance = %d", d)
+	}
+}

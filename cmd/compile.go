@@ -1,16 +1,23 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/atomicfile"
 	"github.com/policyc/policyc/internal/gitsrc"
@@ -55,6 +62,13 @@ Exit codes: 0 written; 1 the policy has problems; 2 not a repository, unknown
 revision, no such policy path at the revision, or a dirty tree with
 --require-clean; 3 the tool failed (including history missing from a shallow
 clone, which the serial needs).
+
+When the policy has a catalog/ directory (snapshots written by policyc
+catalog pull; from the revision with --rev), the table also records the
+decision for every catalogued tool, prompt and resource, with the rule or
+default that decides it and each tool's input-schema digest; policyc diff
+then compares every catalogued item. A work-tree catalogue that differs from
+HEAD's makes the table dirty, as a changed policy file does.
 
 With --sign KEY (or --sign-env VAR naming an environment variable that holds
 the private key) the table is signed in the same step and written as a DSSE
@@ -125,11 +139,14 @@ type policySource struct {
 	revision bool
 	// changed lists the files that make a work tree dirty.
 	changed []string
+	// Catalog is the policy's catalogue snapshot (catalog/), nil when it
+	// has none: the table then records every catalogued item's decision.
+	Catalog *catalog.Catalog
 }
 
 // compile compiles the source and prints its diagnostics.
 func (s *policySource) compile(stderr io.Writer) (*compiler.Result, error) {
-	res := compiler.Compile(compiler.Input{Files: s.Files, Source: s.Source, Serial: s.Serial})
+	res := compiler.Compile(compiler.Input{Files: s.Files, Source: s.Source, Serial: s.Serial, Catalog: s.Catalog})
 	ds := res.Diagnostics
 	root := s.root
 	if s.revision {
@@ -189,7 +206,11 @@ func revisionSource(repoDir, arg, rev string) (*policySource, error) {
 	if err != nil {
 		return nil, gitError(err)
 	}
-	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: rev + ":", revision: true}, nil
+	cat, err := revisionCatalogue(repo, snap.Commit, rev, rel)
+	if err != nil {
+		return nil, err
+	}
+	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: rev + ":", revision: true, Catalog: cat}, nil
 }
 
 // workTreeSource reads the policy from disk, with provenance when it is in
@@ -220,7 +241,11 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 			if err != nil {
 				return nil, failuref("read policy directory: %v", err)
 			}
-			return &policySource{Files: files, Source: table.Source{PolicyPath: filepath.ToSlash(filepath.Clean(arg))}, root: arg}, nil
+			cat, _, err := workTreeCatalogue(arg)
+			if err != nil {
+				return nil, err
+			}
+			return &policySource{Files: files, Source: table.Source{PolicyPath: filepath.ToSlash(filepath.Clean(arg))}, root: arg, Catalog: cat}, nil
 		}
 		if err != nil {
 			return nil, gitError(err)
@@ -235,6 +260,24 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 	if err != nil {
 		return nil, gitError(err)
 	}
+	cat, catFiles, err := workTreeCatalogue(dir)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Commit != nil {
+		// The table records the catalogue's decisions: a catalogue that
+		// differs from HEAD's makes the work tree dirty like a policy file.
+		committed, err := treeCatalogueFiles(repo, snap.Commit, "HEAD", snap.Source.PolicyPath)
+		if err != nil {
+			return nil, err
+		}
+		if changed := changedCatalogue(catFiles, committed); len(changed) > 0 {
+			snap.Changed = append(snap.Changed, changed...)
+			if !snap.Source.Dirty {
+				snap.Source.Dirty, snap.Source.Tree, snap.Serial = true, "", 0
+			}
+		}
+	}
 	if snap.Source.Dirty && requireClean {
 		head := "there is no commit yet"
 		if snap.Commit != nil {
@@ -243,7 +286,169 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 		return nil, usageErrorf("--require-clean: the policy in %s differs from HEAD (%s; %s): commit or stash the changes, or compile a commit with --rev HEAD",
 			snap.Source.PolicyPath, strings.Join(snap.Changed, ", "), head)
 	}
-	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: dir, changed: snap.Changed}, nil
+	return &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: dir, changed: snap.Changed, Catalog: cat}, nil
+}
+
+// workTreeCatalogue reads the catalogue snapshot beside a policy on disk
+// (DIR/catalog/*.json): nil when there is none. A snapshot that does not
+// read is a tool failure naming its file.
+func workTreeCatalogue(dir string) (*catalog.Catalog, []catalog.File, error) {
+	cdir := filepath.Join(dir, catalog.Dir)
+	files, err := readCatalogueDir(cdir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := parseCatalogue(filepath.ToSlash(cdir), files)
+	return cat, files, err
+}
+
+// readCatalogueDir reads the snapshot files of a catalogue directory; none
+// when it does not exist.
+func readCatalogueDir(cdir string) ([]catalog.File, error) {
+	entries, err := os.ReadDir(cdir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, failuref("read catalogue: %v", err)
+	}
+	var files []catalog.File
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(cdir, e.Name()))
+		if err != nil {
+			return nil, failuref("read catalogue: %v", err)
+		}
+		files = append(files, catalog.File{Name: e.Name(), Data: b})
+	}
+	return files, nil
+}
+
+// parseCatalogue reads snapshot files; nil when there are none.
+func parseCatalogue(where string, files []catalog.File) (*catalog.Catalog, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	cat, err := catalog.Parse(files)
+	if err != nil {
+		return nil, failuref("catalogue %s: %v (pull it again with policyc catalog pull, or fix the file)", where, err)
+	}
+	return cat, nil
+}
+
+// treeCatalogueFiles reads the snapshot files of the policy at policyPath
+// in commit c; none when the commit has no catalogue there.
+func treeCatalogueFiles(repo *gitsrc.Repo, c *object.Commit, rev, policyPath string) ([]catalog.File, error) {
+	t, err := repo.Tree(c, rev, policyPath)
+	var pe *gitsrc.PathError
+	if errors.As(err, &pe) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, gitError(err)
+	}
+	ct, err := t.Tree(catalog.Dir)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, withCode(ExitFailure, fmt.Errorf("revision %q: read %s: %w", rev, path.Join(policyPath, catalog.Dir), err))
+	}
+	var files []catalog.File
+	for _, e := range ct.Entries {
+		if e.Mode == filemode.Dir || !strings.HasSuffix(e.Name, ".json") {
+			continue
+		}
+		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
+			return nil, failuref("revision %q: %s is not a regular file; a catalogue snapshot must be one", rev, path.Join(policyPath, catalog.Dir, e.Name))
+		}
+		b, err := readBlob(repo, e.Hash.String())
+		if err != nil {
+			return nil, failuref("revision %q: read %s: %v", rev, path.Join(policyPath, catalog.Dir, e.Name), err)
+		}
+		files = append(files, catalog.File{Name: e.Name, Data: b})
+	}
+	return files, nil
+}
+
+// revisionCatalogue reads the catalogue of the policy at policyPath in
+// commit c; nil when there is none.
+func revisionCatalogue(repo *gitsrc.Repo, c *object.Commit, rev, policyPath string) (*catalog.Catalog, error) {
+	files, err := treeCatalogueFiles(repo, c, rev, policyPath)
+	if err != nil {
+		return nil, err
+	}
+	return parseCatalogue(rev+":"+path.Join(policyPath, catalog.Dir), files)
+}
+
+// stagedCatalogueFiles reads the snapshot files staged in the git index
+// under policyPath/catalog/.
+func stagedCatalogueFiles(repo *gitsrc.Repo, policyPath string) ([]catalog.File, error) {
+	idx, err := repo.Git().Storer.Index()
+	if err != nil {
+		return nil, failuref("read the git index: %v", err)
+	}
+	prefix := catalog.Dir + "/"
+	if policyPath != "." {
+		prefix = policyPath + "/" + prefix
+	}
+	var files []catalog.File
+	for _, e := range idx.Entries {
+		name, ok := strings.CutPrefix(e.Name, prefix)
+		if !ok || strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") || e.IntentToAdd {
+			continue
+		}
+		if e.Stage != 0 {
+			return nil, failuref("%s has unresolved merge conflicts in the index; resolve them and stage the result (git add %s)", e.Name, e.Name)
+		}
+		b, err := readBlob(repo, e.Hash.String())
+		if err != nil {
+			return nil, failuref("read staged %s: %v", e.Name, err)
+		}
+		files = append(files, catalog.File{Name: name, Data: b})
+	}
+	return files, nil
+}
+
+func readBlob(repo *gitsrc.Repo, hash string) ([]byte, error) {
+	b, err := repo.Git().BlobObject(plumbing.NewHash(hash))
+	if err != nil {
+		return nil, err
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+// changedCatalogue lists how the work tree's snapshot files differ from
+// the committed ones ("catalog/github.json (modified)"), sorted.
+func changedCatalogue(files, committed []catalog.File) []string {
+	was := map[string][]byte{}
+	for _, f := range committed {
+		was[f.Name] = f.Data
+	}
+	var out []string
+	for _, f := range files {
+		name := path.Join(catalog.Dir, f.Name)
+		old, ok := was[f.Name]
+		switch {
+		case !ok:
+			out = append(out, name+" (not in HEAD)")
+		case !bytes.Equal(old, f.Data):
+			out = append(out, name+" (modified)")
+		}
+		delete(was, f.Name)
+	}
+	for n := range was {
+		out = append(out, path.Join(catalog.Dir, n)+" (deleted)")
+	}
+	sort.Strings(out)
+	return out
 }
 
 // gitError gives a git error its exit code: what the user named that does

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/decisiondiff"
 	"github.com/policyc/policyc/internal/gitsrc"
+	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -34,6 +37,11 @@ row is shown, no name's decision changes. Principals "*" means everyone
 without a group or principal scope of their own on that server and kind.
 Rules added and removed are listed with their origins; a rule that only
 moved to another line is neither.
+
+When a side has a catalogue snapshot (catalog/ beside the policy in the
+revision, or the items a table compiled with one records), every catalogued
+item of either side is compared too: each one whose decision changes gets a
+row of its own.
 
 Formats: text (a table), markdown (for a pull-request comment), json.
 
@@ -64,11 +72,11 @@ Examples:
 			if len(args) == 3 {
 				arg = args[2]
 			}
-			sides, err := loadSides(c.ErrOrStderr(), repoDir, arg, args[0], args[1])
+			sides, cats, err := loadSides(c.ErrOrStderr(), repoDir, arg, args[0], args[1])
 			if err != nil {
 				return err
 			}
-			rep, err := decisiondiff.Compare(sides[0], sides[1], decisiondiff.Options{})
+			rep, err := decisiondiff.Compare(sides[0], sides[1], decisiondiff.Options{Items: catalogueItems(sides, cats)})
 			if err != nil {
 				return failuref("%v", err)
 			}
@@ -102,19 +110,20 @@ func isTableFile(arg string) bool {
 // loadSides loads the two sides: table files are read as they are,
 // revisions are read from git and compiled, both at once. Diagnostics are
 // printed old side first.
-func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table.Table, error) {
+func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table.Table, [2]*catalog.Catalog, error) {
 	var out [2]*table.Table
+	var cats [2]*catalog.Catalog
 	var srcs [2]*policySource
 	var repo *gitsrc.Repo
 	for i, r := range revs {
 		if isTableFile(r) {
 			b, err := os.ReadFile(r)
 			if err != nil {
-				return out, failuref("%v", err)
+				return out, cats, failuref("%v", err)
 			}
 			t, err := table.Decode(b)
 			if err != nil {
-				return out, failuref("%s: %v (diff reads tables written by policyc compile)", r, err)
+				return out, cats, failuref("%s: %v (diff reads tables written by policyc compile)", r, err)
 			}
 			out[i] = t
 			continue
@@ -123,16 +132,19 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 			var rel string
 			var err error
 			if repo, rel, err = openRepo(repoDir, arg); err != nil {
-				return out, err
+				return out, cats, err
 			}
 			defer repo.Close()
 			arg = rel
 		}
 		snap, err := repo.Read(r, arg)
 		if err != nil {
-			return out, gitError(err)
+			return out, cats, gitError(err)
 		}
-		srcs[i] = &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: r + ":", revision: true}
+		if cats[i], err = revisionCatalogue(repo, snap.Commit, r, arg); err != nil {
+			return out, cats, err
+		}
+		srcs[i] = &policySource{Files: snap.Files, Source: snap.Source, Serial: snap.Serial, root: r + ":", revision: true, Catalog: cats[i]}
 	}
 	// Compile the revisions side by side; print their diagnostics in order.
 	var diags [2]bytes.Buffer
@@ -159,8 +171,53 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 	}
 	for _, err := range errs {
 		if err != nil {
-			return out, err
+			return out, cats, err
 		}
 	}
-	return out, nil
+	return out, cats, nil
+}
+
+// itemNames is the catalogued names of both sides, for decisiondiff: the
+// catalogue of a revision, or the items a table file records.
+type itemNames map[string]map[runtime.Kind][]string
+
+func (n itemNames) Names(server string, kind runtime.Kind) []string { return n[server][kind] }
+
+func (n itemNames) add(server, kind, name string) {
+	k, ok := runtime.ParseKind(kind)
+	if !ok {
+		return
+	}
+	if n[server] == nil {
+		n[server] = map[runtime.Kind][]string{}
+	}
+	n[server][k] = append(n[server][k], name)
+}
+
+// catalogueItems is the union of both sides' catalogued items; nil when
+// neither side has any.
+func catalogueItems(sides [2]*table.Table, cats [2]*catalog.Catalog) decisiondiff.Items {
+	n := itemNames{}
+	for i := range sides {
+		switch {
+		case cats[i] != nil:
+			for it := range cats[i].Items() {
+				n.add(it.Server, it.Kind, it.Name)
+			}
+		case sides[i] != nil:
+			for _, it := range sides[i].Items {
+				n.add(it.Server, it.Kind, it.Name)
+			}
+		}
+	}
+	if len(n) == 0 {
+		return nil
+	}
+	for _, kinds := range n {
+		for k, names := range kinds {
+			slices.Sort(names)
+			kinds[k] = slices.Compact(names)
+		}
+	}
+	return n
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/gitsrc"
 	"github.com/policyc/policyc/lint"
@@ -34,6 +35,14 @@ a deny always beats, allows another scope always overrides, group and
 principal rules that try to widen access, duplicate and empty patterns, ui://
 URIs the ui allowlist denies, approval holds longer than MCP hosts wait.
 
+When DIR has a catalog/ directory (snapshots written by policyc catalog
+pull), the policy is also checked against what the servers offer: patterns
+that match no catalogued item (with the nearest names), catalogued items no
+rule names (and the default that decides them), tools whose annotations say
+they may be destructive allowed without approval, approvals on tools marked
+read-only, and tools whose input schema changed since the snapshot committed
+at HEAD. Annotations are hints from the servers, not trust (docs/catalog.md).
+
 Every finding has a rule id, a level and a page at docs/rules/<id>.md;
 'policyc lint --list-rules' prints the catalogue. policyc.cue at the policy
 root (CUE, package policyc) sets rule levels, ignored files and the fail
@@ -56,6 +65,7 @@ policyc.cue, an unreadable directory or index).
 Examples:
   policyc lint examples/team
   policyc lint --staged
+  policyc lint --fail-level warning policy/   # with policy/catalog/*.json
   policyc lint --fail-level warning --format github policy/
   policyc lint --format sarif > policyc.sarif
   policyc lint --list-rules`,
@@ -78,11 +88,13 @@ Examples:
 
 			var files []compiler.File
 			var stagedCfg *compiler.File
+			var cat *lint.Catalogue
 			if staged {
 				repo, err := gitsrc.Open(dir)
 				if err != nil {
 					return withCode(ExitFailure, err)
 				}
+				defer repo.Close()
 				rel, err := repo.RelPath(dir)
 				if err != nil {
 					return withCode(ExitFailure, err)
@@ -90,10 +102,20 @@ Examples:
 				if files, stagedCfg, err = repo.Staged(rel); err != nil {
 					return withCode(ExitFailure, err)
 				}
+				cfiles, err := stagedCatalogueFiles(repo, rel)
+				if err != nil {
+					return err
+				}
+				if cat, err = lintCatalogue(filepath.Join(dir, catalog.Dir)+" (staged)", cfiles, repo, rel, stderr); err != nil {
+					return err
+				}
 			} else if !listRules {
 				var err error
 				if files, err = compiler.ReadDir(dir); err != nil {
 					return failuref("read policy directory: %v", err)
+				}
+				if cat, err = workTreeLintCatalogue(dir, stderr); err != nil {
+					return err
 				}
 			}
 			cfg, err := loadLintConfig(dir, cfgPath, staged, stagedCfg, stderr)
@@ -111,7 +133,7 @@ Examples:
 				}
 				return usageErrorf("--list-rules prints text or json, not %s", format)
 			}
-			rep := lint.Lint(files, cfg)
+			rep := lint.LintCatalogue(files, cfg, cat)
 			o := lint.Output{Root: filepath.ToSlash(dir), Color: useColor(color, out)}
 			if err := lint.Write(out, format, rep, o); err != nil {
 				return withCode(ExitFailure, err)
@@ -134,6 +156,66 @@ Examples:
 	f.StringVar(&cfgPath, "config", "", "read the lint configuration from `FILE` instead of DIR/policyc.cue")
 	f.StringVar(&color, "color", "auto", "colour the text format: auto (only on a terminal, unless NO_COLOR is set), always or never")
 	return c
+}
+
+// workTreeLintCatalogue reads the catalogue beside a policy on disk and,
+// when the policy is in a repository with a commit, the one committed at
+// HEAD. Nil when the policy has no catalogue: the catalogue rules then do
+// not run.
+func workTreeLintCatalogue(dir string, stderr io.Writer) (*lint.Catalogue, error) {
+	cdir := filepath.Join(dir, catalog.Dir)
+	files, err := readCatalogueDir(cdir)
+	if err != nil || len(files) == 0 {
+		return nil, err
+	}
+	repo, err := gitsrc.Open(dir)
+	var ne *gitsrc.NotRepositoryError
+	if errors.As(err, &ne) {
+		return lintCatalogue(cdir, files, nil, "", stderr)
+	}
+	if err != nil {
+		return nil, withCode(ExitFailure, err)
+	}
+	defer repo.Close()
+	rel, err := repo.RelPath(dir)
+	if err != nil {
+		return nil, withCode(ExitFailure, err)
+	}
+	return lintCatalogue(cdir, files, repo, rel, stderr)
+}
+
+// lintCatalogue parses the snapshot files the policy is linted against and
+// reads HEAD's for input-schema-changed (none outside a repository or
+// before the first commit). A snapshot at HEAD that does not read is noted
+// and not compared: the files being linted may be its fix.
+func lintCatalogue(where string, files []catalog.File, repo *gitsrc.Repo, rel string, stderr io.Writer) (*lint.Catalogue, error) {
+	cur, err := parseCatalogue(filepath.ToSlash(where), files)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	cat := &lint.Catalogue{Current: cur, Files: files}
+	if repo == nil {
+		return cat, nil
+	}
+	head, err := repo.Head()
+	if errors.Is(err, gitsrc.ErrNoCommits) {
+		return cat, nil
+	}
+	if err != nil {
+		return nil, gitError(err)
+	}
+	committed, err := treeCatalogueFiles(repo, head, "HEAD", rel)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) == 0 {
+		return cat, nil
+	}
+	if cat.Committed, err = catalog.Parse(committed); err != nil {
+		fmt.Fprintf(stderr, "policyc: note: the catalogue committed at HEAD does not read, so input schemas are not compared with it: %v\n", err)
+		cat.Committed = nil
+	}
+	return cat, nil
 }
 
 // loadLintConfig reads the lint configuration: --config FILE, else the one

@@ -185,13 +185,13 @@ func (c *catalogueCheck) item(it catalog.Item) {
 		pos := c.originPos(origin, k.pattern)
 		if destroy {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
-				Message: fmt.Sprintf("%s tool %q may be destructive (its annotations: %s) and is allowed without approval %s by %s",
-					it.Server, it.Name, hints(it.Tool), who, decidedBy(origin)),
+				Message: fmt.Sprintf("%s tool %q may be destructive by its annotations (%s) and is allowed without approval %s by %s",
+					it.Server, it.Name, hints(it.Tool), who, decidedBy(origin, table.Allow, k.pattern)),
 				Suggestion: fmt.Sprintf("put %q on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", it.Name, it.Server)})
 		} else {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeApprovalOnReadOnly, Severity: compiler.Info,
 				Message: fmt.Sprintf("%s tool %q is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
-					it.Server, it.Name, who, decidedBy(origin)),
+					it.Server, it.Name, who, decidedBy(origin, table.Approve, k.pattern)),
 				Suggestion: fmt.Sprintf("allow %q instead, if you trust the server's hint; keep the approval if you do not", it.Name)})
 		}
 	}
@@ -222,7 +222,7 @@ func (c *catalogueCheck) schemas() {
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeInputSchemaChanged, Severity: compiler.Warning,
 			Message: fmt.Sprintf("the input schema of %s tool %q changed since the snapshot committed at HEAD (%s → %s); its decision is %s",
 				it.Server, it.Name, shortDigest(was), shortDigest(now), d),
-			Suggestion: "review what the new arguments let a caller do (git diff " + path.Join(catalog.Dir, it.Server+".json") + "), then commit the snapshot"})
+			Suggestion: "review what the new arguments let a caller do (the change to " + path.Join(catalog.Dir, it.Server+".json") + "), then commit the snapshot"})
 	}
 }
 
@@ -239,21 +239,30 @@ func shortDigest(d string) string {
 // hints describes the annotations that make a tool possibly destructive.
 func hints(t *catalog.Tool) string {
 	a := t.Annotations
-	ro, de := "readOnlyHint not given (default false)", "destructiveHint not given (default true)"
+	ro, de := "readOnlyHint not given: false by default", "destructiveHint not given: true by default"
 	if a != nil && a.ReadOnlyHint != nil {
 		ro = "readOnlyHint false"
 	}
 	if a != nil && a.DestructiveHint != nil {
 		de = "destructiveHint true"
 	}
-	return ro + ", " + de
+	return ro + "; " + de
 }
 
-func decidedBy(origin string) string {
-	if origin == "" {
+// decidedBy names the rule or default that decided: its list, pattern and
+// origin.
+func decidedBy(origin, effect, pattern string) string {
+	switch {
+	case origin == "":
 		return "the built-in default"
+	case pattern == "":
+		return "the default at " + origin
 	}
-	return "the rule or default at " + origin
+	list := "allow_list"
+	if effect == table.Approve {
+		list = "approval_list"
+	}
+	return fmt.Sprintf("%s entry %q at %s", list, pattern, origin)
 }
 
 // whom names the principals a finding is about; "" is anyone without a

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func hashOf(token string) string {
@@ -332,4 +333,38 @@ func TestApprovalsPage(t *testing.T) {
 			t.Fatalf("next %q redirected to %q", next, h.Get("Location"))
 		}
 	}
+}
+
+// Whatever body an approve call carries, a request is approved only by an
+// answer of 200, and a body the API refuses changes nothing.
+func FuzzAdminDecisionBody(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"for":"once"}`, `{"for":"7d","reason":"x"}`, `{"for":1}`, `[]`, `{"for":"once"} {}`, `{"extra":true}`, `null`} {
+		f.Add(s)
+	}
+	g := openGate(f, "", nil)
+	srv := adminServer(f, g)
+	f.Fuzz(func(t *testing.T, body string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch := hold(ctx, g, call("alice", "fuzzed", `{"n":1}`))
+		r := pendingFor(t, g, "alice", "fuzzed", 1)
+		st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r.ID+"/approve", body, nil)
+		got, _ := g.Get(r.ID)
+		if got.Active(time.Now()) {
+			// A remembered approval would cover the next iteration.
+			defer g.Revoke(r.ID, Approver{Name: "carol"})
+		}
+		switch {
+		case st == 200 && got.Status != Approved:
+			t.Fatalf("200 for %q but the request is %s", body, got.Status)
+		case st != 200 && got.Status != Pending:
+			t.Fatalf("%d for %q but the request is %s", st, body, got.Status)
+		case st >= 500:
+			t.Fatalf("%d for %q", st, body)
+		}
+		if st != 200 {
+			cancel()
+		}
+		<-ch
+	})
 }

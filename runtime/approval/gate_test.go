@@ -651,3 +651,29 @@ func TestConcurrentDecisions(t *testing.T) {
 		t.Fatalf("%d ran, want %d", ran.Load(), n/2)
 	}
 }
+
+// Whatever the state file holds, opening it either fails with a message
+// naming the file, or yields requests the gate could have written.
+func FuzzStateFile(f *testing.F) {
+	f.Add([]byte(`{"id":"apr-aaaaaaaaaaaaaaaa","kind":"tool","status":"pending","principal":"a","server":"s","tool":"t","channel":"c","created":"2026-01-01T00:00:00Z","expires":"2026-01-01T00:05:00Z","calls":1}` + "\n"))
+	f.Add([]byte("{}\n{\"id\":\"x\"}\n"))
+	f.Add([]byte(`{"id":"x","kind":"tool","status":"approved"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, StateFile), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		reqs, _, err := readState(filepath.Join(dir, StateFile))
+		if err != nil {
+			if !strings.Contains(err.Error(), StateFile) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, r := range reqs {
+			if err := r.check(); err != nil {
+				t.Fatalf("accepted a request the gate could not have written: %v", err)
+			}
+		}
+	})
+}

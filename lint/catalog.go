@@ -51,7 +51,7 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 	if err != nil {
 		return nil // the compiler refuses every table the runtime refuses
 	}
-	c := &catalogueCheck{p: p, rt: rt, cat: cat, origins: originPositions(p), lines: map[string][]byte{}}
+	c := &catalogueCheck{p: p, rt: rt, cat: cat, origins: originPositions(p), lines: map[string][]byte{}, index: map[string]map[string]compiler.Position{}}
 	for _, f := range cat.Files {
 		c.lines[strings.TrimSuffix(path.Base(f.Name), ".json")] = f.Data
 	}
@@ -73,6 +73,7 @@ type catalogueCheck struct {
 	cat        *Catalogue
 	origins    map[string]compiler.Position
 	lines      map[string][]byte
+	index      map[string]map[string]compiler.Position
 	principals []string
 	diags      []compiler.Diagnostic
 }
@@ -358,39 +359,65 @@ func (c *catalogueCheck) originPos(origin, pattern string) compiler.Position {
 
 // itemPos is the line of an item in its snapshot file: the line of its
 // "name" (or "uri") key, in the file's own layout; the file's first line
-// when it cannot be found.
+// when it cannot be found (a snapshot not laid out one key a line).
 func (c *catalogueCheck) itemPos(it catalog.Item) compiler.Position {
-	pos := compiler.Position{File: path.Join(catalog.Dir, it.Server+".json"), Line: 1}
-	data := c.lines[it.Server]
-	if data == nil {
+	file := path.Join(catalog.Dir, it.Server+".json")
+	idx, ok := c.index[it.Server]
+	if !ok {
+		idx = indexSnapshot(file, c.lines[it.Server])
+		c.index[it.Server] = idx
+	}
+	if pos, ok := idx[it.Kind+"\x00"+it.Name]; ok {
 		return pos
 	}
-	section, key := `"tools"`, `"name"`
-	switch it.Kind {
-	case table.KindPrompt:
-		section = `"prompts"`
-	case table.KindResource:
-		section, key = `"resources"`, `"uri"`
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(it.Name)
-	want := key + ": " + strings.TrimSpace(buf.String())
-	in := false
-	for i, line := range strings.Split(string(data), "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(line, "  \"") && !strings.HasPrefix(line, "   ") {
-			in = strings.HasPrefix(t, section+":")
+	return compiler.Position{File: file, Line: 1}
+}
+
+// indexSnapshot maps "kind\x00name" to the line of the item's name (tools,
+// prompts) or uri (resources) key in a snapshot file, read once.
+func indexSnapshot(file string, data []byte) map[string]compiler.Position {
+	idx := map[string]compiler.Position{}
+	sections := map[string]string{`"tools":`: table.KindTool, `"prompts":`: table.KindPrompt, `"resources":`: table.KindResource}
+	kind := ""
+	line := 0
+	for len(data) > 0 {
+		line++
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		t := bytes.TrimSpace(l)
+		// A top-level key starts a section: two spaces of indent.
+		if bytes.HasPrefix(l, []byte(`  "`)) {
+			kind = ""
+			for prefix, k := range sections {
+				if bytes.HasPrefix(t, []byte(prefix)) {
+					kind = k
+				}
+			}
 			continue
 		}
-		if in && strings.TrimSuffix(t, ",") == want {
-			pos.Line = i + 1
-			pos.Column = strings.Index(line, key) + 1
-			return pos
+		key := []byte(`"name": `)
+		if kind == table.KindResource {
+			key = []byte(`"uri": `)
+		}
+		// An item's own keys are at six spaces; deeper ones (a prompt's
+		// arguments) are not its name.
+		if kind == "" || !bytes.HasPrefix(l, []byte("      \"")) || !bytes.HasPrefix(t, key) {
+			continue
+		}
+		var name string
+		if json.Unmarshal(bytes.TrimSuffix(t[len(key):], []byte(",")), &name) != nil {
+			continue
+		}
+		k := kind + "\x00" + name
+		if _, dup := idx[k]; !dup {
+			idx[k] = compiler.Position{File: file, Line: line, Column: bytes.Index(l, key) + 1}
 		}
 	}
-	return pos
+	return idx
 }
 
 // nearest returns up to n names closest to pattern by edit distance, among

@@ -2,12 +2,14 @@ package lint
 
 import (
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/policygen"
 )
 
 // pageCatalogue reads the JSON snapshot of a rule page's example, and the
@@ -154,5 +156,66 @@ func TestNearest(t *testing.T) {
 	}
 	if d := editDistance("kitten", "sitting", 10); d != 3 {
 		t.Errorf("editDistance = %d", d)
+	}
+}
+
+// BenchmarkLintCatalogue lints a generated policy of 20 servers and 1,000
+// tool rules against a catalogue that lists the generator's 228 names on
+// every server (4,560 tools, every other one without annotations): the
+// whole pipeline with the catalogue rules.
+func BenchmarkLintCatalogue(b *testing.B) {
+	g := policygen.Generate(policygen.Spec{Servers: 20, RulesPerServer: 50, Seed: 1})
+	cat := &Catalogue{}
+	for _, srv := range g.Servers {
+		s := &catalog.Snapshot{Server: srv}
+		for i, n := range g.Names {
+			t := catalog.Tool{Name: n}
+			if i%2 == 0 {
+				t.Annotations = &catalog.Annotations{ReadOnlyHint: hint(true)}
+			}
+			s.Tools = append(s.Tools, t)
+		}
+		data, err := catalog.Encode(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cat.Files = append(cat.Files, catalog.File{Name: srv + ".json", Data: data})
+	}
+	var err error
+	if cat.Current, err = catalog.Parse(cat.Files); err != nil {
+		b.Fatal(err)
+	}
+	cat.Committed = cat.Current
+	b.ReportAllocs()
+	for b.Loop() {
+		rep := LintCatalogue(g.Files, nil, cat)
+		if err := WriteText(io.Discard, rep, Output{Root: "p"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestItemPositions: an item's finding is at its own name, not at a prompt
+// argument of the same name, and a snapshot laid out another way points
+// at its first line.
+func TestItemPositions(t *testing.T) {
+	cat := snapshot(t, &catalog.Snapshot{Server: "github",
+		Prompts:   []catalog.Prompt{{Name: "a", Arguments: []catalog.PromptArgument{{Name: "triage"}}}, {Name: "triage"}},
+		Resources: []catalog.Resource{{URI: "file:///triage"}}})
+	idx := indexSnapshot("catalog/github.json", cat.Files[0].Data)
+	lines := strings.Split(string(cat.Files[0].Data), "\n")
+	for _, k := range []string{"prompt\x00triage", "prompt\x00a", "resource\x00file:///triage"} {
+		pos, ok := idx[k]
+		if !ok {
+			t.Fatalf("%q not indexed:\n%s", k, cat.Files[0].Data)
+		}
+		name := k[strings.IndexByte(k, 0)+1:]
+		if l := lines[pos.Line-1]; !strings.HasPrefix(l, "      \"") || !strings.Contains(l, `"`+name+`"`) {
+			t.Errorf("%q at line %d: %q", k, pos.Line, l)
+		}
+	}
+	compact := []byte(`{"format": "policyc.catalog/v1", "server": "github", "prompts": [{"name": "triage"}]}`)
+	if len(indexSnapshot("catalog/github.json", compact)) != 0 {
+		t.Error("a compact snapshot indexed")
 	}
 }

@@ -167,3 +167,24 @@ func TestMalformedJSONRPCFromAClient(t *testing.T) {
 		t.Errorf("%d calls reached the upstream, want 1", n)
 	}
 }
+
+// Before protocol 2025-06-18 a client may send a batch; it is answered with
+// one array holding every response.
+func TestBatchOverStdio(t *testing.T) {
+	tg := startGateway(t, nil)
+	c := rawSession(t, tg.Gateway, "alice", oldVersion)
+	c.send(`[{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"github__echo","arguments":{"b":1}}},` +
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"x","progress":1}},` +
+		`{"jsonrpc":"2.0","id":32,"method":"tools/call","params":{"name":"github__delete_repo"}}]`)
+	var got []map[string]any
+	line := c.next()
+	if err := json.Unmarshal(line, &got); err != nil || len(got) != 2 {
+		t.Fatalf("batch answer %s: %v", line, err)
+	}
+	if got[0]["id"] != 31.0 || !strings.Contains(fmt.Sprint(got[0]["result"]), `github echo {"b":1}`) {
+		t.Errorf("first response: %v", got[0])
+	}
+	if got[1]["id"] != 32.0 || !strings.Contains(fmt.Sprint(got[1]["error"]), `unknown tool "github__delete_repo"`) {
+		t.Errorf("second response: %v", got[1])
+	}
+}

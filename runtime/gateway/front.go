@@ -30,20 +30,16 @@ const MaxMessageBytes = 4 << 20
 // (parse error or invalid request, with the request's id when one can be
 // read) and the session goes on: a client's malformed line does not end it.
 func (g *Gateway) ServeIO(ctx context.Context, principal string, in io.Reader, out io.Writer) error {
-	w := &syncWriter{w: out}
-	pr, pw := io.Pipe()
-	ss, err := g.Connect(ctx, principal, &mcp.IOTransport{Reader: pr, Writer: w})
+	conn := newLineConn(in, out)
+	ss, err := g.Connect(ctx, principal, lineTransport{conn})
 	if err != nil {
 		return err
 	}
-	go func() {
-		pw.CloseWithError(filterLines(in, pw, w))
-	}()
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 	select {
 	case err := <-done:
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
 		return nil
@@ -54,8 +50,211 @@ func (g *Gateway) ServeIO(ctx context.Context, principal string, in io.Reader, o
 	}
 }
 
-// syncWriter serializes writes: the SDK and the line filter share the
-// output, and each writes whole lines.
+// lineTransport hands the SDK a lineConn.
+type lineTransport struct{ c *lineConn }
+
+func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// lineConn is the stdio front's connection: newline-delimited JSON-RPC,
+// each line decoded once. A line that is not a message is answered here
+// and never reaches the SDK, whose own stream reader would end the session
+// on it. Batches (protocol versions before 2025-06-18) are answered with
+// one array, as JSON-RPC asks.
+type lineConn struct {
+	out      *syncWriter
+	incoming chan lineMsgs
+	closed   chan struct{}
+	once     sync.Once
+
+	queue []jsonrpc.Message // read side only
+
+	batchMu sync.Mutex
+	batches map[jsonrpc.ID]*lineBatch
+
+	// pending holds the calls read and not yet answered: when the input
+	// ends, they are answered before the connection reports the end (a
+	// client that writes its requests and closes its output still gets
+	// every answer).
+	pendingMu sync.Mutex
+	pending   map[jsonrpc.ID]bool
+	answered  chan struct{}
+}
+
+// drainTimeout bounds how long the end of the input waits for answers.
+const drainTimeout = 60 * time.Second
+
+type lineMsgs struct {
+	msgs  []jsonrpc.Message
+	batch bool
+	err   error
+}
+
+// lineBatch collects the responses to one incoming batch.
+type lineBatch struct {
+	pending   map[jsonrpc.ID]int
+	responses []*jsonrpc.Response
+}
+
+func newLineConn(in io.Reader, out io.Writer) *lineConn {
+	c := &lineConn{out: &syncWriter{w: out}, incoming: make(chan lineMsgs), closed: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
+		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
+	go c.readLoop(in)
+	return c
+}
+
+func (c *lineConn) readLoop(in io.Reader) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, tooLong, err := readLine(r)
+		if len(line) > 0 || tooLong {
+			msgs, batch, reply := parseLine(line, tooLong)
+			if reply != nil {
+				if _, werr := c.out.Write(reply); werr != nil {
+					err = werr
+				}
+			} else {
+				select {
+				case c.incoming <- lineMsgs{msgs: msgs, batch: batch}:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			select {
+			case c.incoming <- lineMsgs{err: err}:
+			case <-c.closed:
+			}
+			return
+		}
+	}
+}
+
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case in := <-c.incoming:
+		if in.err != nil {
+			c.drain()
+			return nil, in.err
+		}
+		c.pendingMu.Lock()
+		for _, m := range in.msgs {
+			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+				c.pending[req.ID] = true
+			}
+		}
+		c.pendingMu.Unlock()
+		if in.batch {
+			b := &lineBatch{pending: map[jsonrpc.ID]int{}}
+			for _, m := range in.msgs {
+				if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+					b.pending[req.ID] = len(b.responses)
+					b.responses = append(b.responses, nil)
+				}
+			}
+			if len(b.pending) > 0 {
+				c.batchMu.Lock()
+				for id := range b.pending {
+					c.batches[id] = b
+				}
+				c.batchMu.Unlock()
+			}
+		}
+		c.queue = in.msgs[1:]
+		return in.msgs[0], nil
+	}
+}
+
+// drain waits until every call read has been answered, the connection is
+// closed, or drainTimeout passes.
+func (c *lineConn) drain() {
+	deadline := time.After(drainTimeout)
+	for {
+		c.pendingMu.Lock()
+		n := len(c.pending)
+		c.pendingMu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.closed:
+			return
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		defer func() {
+			c.pendingMu.Lock()
+			delete(c.pending, resp.ID)
+			c.pendingMu.Unlock()
+			select {
+			case c.answered <- struct{}{}:
+			default:
+			}
+		}()
+		c.batchMu.Lock()
+		b := c.batches[resp.ID]
+		var complete []*jsonrpc.Response
+		if b != nil {
+			delete(c.batches, resp.ID)
+			b.responses[b.pending[resp.ID]] = resp
+			delete(b.pending, resp.ID)
+			if len(b.pending) == 0 {
+				complete = b.responses
+			}
+		}
+		c.batchMu.Unlock()
+		if b != nil {
+			if complete == nil {
+				return nil
+			}
+			raw := make([]json.RawMessage, len(complete))
+			for i, r := range complete {
+				enc, err := jsonrpc.EncodeMessage(r)
+				if err != nil {
+					return err
+				}
+				raw[i] = enc
+			}
+			data, err := json.Marshal(raw)
+			if err != nil {
+				return err
+			}
+			_, err = c.out.Write(append(data, '\n'))
+			return err
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	_, err = c.out.Write(append(data, '\n'))
+	return err
+}
+
+func (c *lineConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+// syncWriter serializes writes: responses and the answers to malformed
+// lines share the output, and each is written as one whole line.
 type syncWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -65,32 +264,6 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-func (s *syncWriter) Close() error { return nil }
-
-// filterLines copies the JSON-RPC messages of in to sdk, one per line, and
-// answers every other line on reply itself. It returns when in ends.
-func filterLines(in io.Reader, sdk io.Writer, reply io.Writer) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, tooLong, err := readLine(r)
-		if len(line) > 0 || tooLong {
-			if resp := checkLine(line, tooLong); resp != nil {
-				if _, werr := reply.Write(resp); werr != nil {
-					return werr
-				}
-			} else if _, werr := sdk.Write(append(line, '\n')); werr != nil {
-				return werr
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				return nil
-			}
-			return err
-		}
-	}
 }
 
 // readLine reads one line without its newline. A line longer than
@@ -112,52 +285,66 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// checkLine returns nil for a line that is a JSON-RPC message (or a batch
-// of them) the SDK can read, else the error response to send.
-func checkLine(line []byte, tooLong bool) []byte {
+// parseLine decodes a line into the message (or the batch of messages) it
+// holds, or returns the error response to send instead.
+func parseLine(line []byte, tooLong bool) (msgs []jsonrpc.Message, batch bool, reply []byte) {
 	if tooLong {
-		return errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes", MaxMessageBytes))
+		return nil, false, errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes", MaxMessageBytes))
 	}
 	if !json.Valid(line) {
-		return errorLine(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON (each message must be one line of JSON)")
+		return nil, false, errorLine(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON (each message must be one line of JSON)")
 	}
 	if line[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-			return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch")
+		var raw []json.RawMessage
+		if err := json.Unmarshal(line, &raw); err != nil || len(raw) == 0 {
+			return nil, false, errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch")
 		}
-		for _, m := range batch {
-			if err := checkMessage(m); err != nil {
-				return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request in batch: "+err.Error())
+		seen := map[jsonrpc.ID]bool{}
+		for _, r := range raw {
+			m, err := decodeMessage(r)
+			if err != nil {
+				return nil, false, errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request in batch: "+err.Error())
 			}
+			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+				if seen[req.ID] {
+					return nil, false, errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: a batch repeats a request id")
+				}
+				seen[req.ID] = true
+			}
+			msgs = append(msgs, m)
 		}
-		return nil
+		return msgs, true, nil
 	}
-	if err := checkMessage(line); err != nil {
-		return errorLine(requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	m, err := decodeMessage(line)
+	if err != nil {
+		return nil, false, errorLine(requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
-	return nil
+	return []jsonrpc.Message{m}, false, nil
 }
 
-// checkMessage reports why a JSON value is not a JSON-RPC message: a
-// request or notification (with a method), or a response (with exactly one
-// of result and error).
-func checkMessage(b []byte) error {
-	if _, err := jsonrpc.DecodeMessage(b); err != nil {
-		return err
+// decodeMessage decodes a JSON-RPC message: a request or notification
+// (with a method), or a response (with exactly one of result and error).
+func decodeMessage(b []byte) (jsonrpc.Message, error) {
+	m, err := jsonrpc.DecodeMessage(b)
+	if err != nil {
+		return nil, err
 	}
-	var m struct {
-		Method json.RawMessage `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "" {
+		return nil, errors.New("the method is empty")
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
+	if _, ok := m.(*jsonrpc.Response); ok {
+		var r struct {
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, err
+		}
+		if (r.Result == nil) == (r.Error == nil) {
+			return nil, errors.New("a message without a method must be a response, with exactly one of result and error")
+		}
 	}
-	if m.Method == nil && (m.Result == nil) == (m.Error == nil) {
-		return errors.New("a message without a method must be a response, with exactly one of result and error")
-	}
-	return nil
+	return m, nil
 }
 
 // requestID returns the id of a malformed request when it is a valid id.

@@ -4,35 +4,31 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Every line a client sends is either passed to the SDK as a JSON-RPC
-// message it can read, or answered with exactly one JSON-RPC error
-// response: never both, never neither.
+// Every line a client sends is either decoded into JSON-RPC messages the
+// SDK can take, or answered with exactly one JSON-RPC error response:
+// never both, never neither.
 func FuzzFrontLine(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":9}`, `[{"jsonrpc":"2.0","method":"x"}]`,
 		`[]`, `not json`, `{"jsonrpc":"2.0","id":[1],"method":"x"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`, `"str"`, `null`,
+		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		if bytes.ContainsAny(line, "\n") {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
 			return
 		}
-		var sdk, reply bytes.Buffer
-		if err := filterLines(bytes.NewReader(line), &sdk, &reply); err != nil {
-			t.Fatal(err)
-		}
-		trimmed := bytes.TrimSpace(line)
+		msgs, batch, reply := parseLine(line, false)
 		switch {
-		case len(trimmed) == 0:
-			if sdk.Len()+reply.Len() != 0 {
-				t.Fatalf("an empty line produced output: %q %q", sdk.Bytes(), reply.Bytes())
-			}
-		case sdk.Len() > 0 && reply.Len() > 0, sdk.Len() == 0 && reply.Len() == 0:
-			t.Fatalf("line %q: passed %q, answered %q", line, sdk.Bytes(), reply.Bytes())
-		case reply.Len() > 0:
+		case (len(msgs) > 0) == (reply != nil):
+			t.Fatalf("line %q: %d messages and reply %q", line, len(msgs), reply)
+		case reply != nil:
 			var resp struct {
 				JSONRPC string          `json:"jsonrpc"`
 				ID      json.RawMessage `json:"id"`
@@ -41,12 +37,21 @@ func FuzzFrontLine(f *testing.F) {
 					Message string `json:"message"`
 				} `json:"error"`
 			}
-			if err := json.Unmarshal(reply.Bytes(), &resp); err != nil || resp.JSONRPC != "2.0" || resp.Error == nil || resp.Error.Message == "" {
-				t.Fatalf("line %q: the answer is not a JSON-RPC error: %q", line, reply.Bytes())
+			if bytes.Count(reply, []byte("\n")) != 1 || json.Unmarshal(reply, &resp) != nil || resp.JSONRPC != "2.0" || resp.Error == nil || resp.Error.Message == "" {
+				t.Fatalf("line %q: the answer is not one JSON-RPC error line: %q", line, reply)
 			}
 		default:
-			if !json.Valid(sdk.Bytes()) {
-				t.Fatalf("line %q: passed invalid JSON %q", line, sdk.Bytes())
+			if batch != (line[0] == '[') || !batch && len(msgs) != 1 {
+				t.Fatalf("line %q: batch %v with %d messages", line, batch, len(msgs))
+			}
+			for _, m := range msgs {
+				b, err := jsonrpc.EncodeMessage(m)
+				if err != nil {
+					t.Fatalf("line %q: a decoded message does not encode: %v", line, err)
+				}
+				if _, err := jsonrpc.DecodeMessage(b); err != nil {
+					t.Fatalf("line %q: re-encoded %q does not decode: %v", line, b, err)
+				}
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -85,7 +86,12 @@ func newUpstream(g *Gateway, cfg Upstream) *upstream {
 // dialConfigured returns the dialer of a command or URL upstream.
 func (u *upstream) dialConfigured(cfg Upstream) func(ctx context.Context) (mcp.Transport, error) {
 	if cfg.URL != "" {
-		client := &http.Client{Transport: headerTransport{header: cfg.Header, base: http.DefaultTransport}}
+		// Every client session of the gateway shares this upstream session,
+		// so concurrent calls need more than the default two idle
+		// connections.
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConnsPerHost = 64
+		client := &http.Client{Transport: headerTransport{header: cfg.Header, base: base}}
 		return func(ctx context.Context) (mcp.Transport, error) {
 			return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: -1}, nil
 		}
@@ -216,7 +222,12 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 	}
 	cs, err := u.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
+		var execErr *exec.Error
+		var pathErr *fs.PathError
+		switch {
+		case errors.As(err, &execErr), errors.As(err, &pathErr):
+			return nil, nil, fmt.Errorf("start: %w", err)
+		case cctx.Err() != nil && ctx.Err() == nil:
 			err = fmt.Errorf("no answer to initialize within %s", u.g.cfg.ConnectTimeout)
 		}
 		return nil, nil, fmt.Errorf("initialize: %w", err)

@@ -1,0 +1,530 @@
+package cmd
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/envelope"
+	"github.com/policyc/policyc/runtime/gateway"
+)
+
+func init() { register(newGatewayCmd) }
+
+// gatewayPackage is the CUE package of gateway configuration files.
+const gatewayPackage = "gateway"
+
+func newGatewayCmd() *cobra.Command {
+	var o gatewayOptions
+	c := &cobra.Command{
+		Use:   "gateway --config PATH [--table FILE] [--trust KEY.pub ...] [--state DIR] [--check]",
+		Short: "Run the MCP gateway that enforces a signed decision table",
+		Long: `Run the runtime gateway: an MCP server in front of the upstream MCP servers of
+the configuration, enforcing a signed decision table on every request.
+
+The configuration (--config: a directory of CUE files in package gateway, or
+one file) names the signed table, the trusted public keys, a state directory,
+the upstreams (stdio commands or streamable HTTP URLs) and the front (stdio
+for one principal, or streamable HTTP with bearer tokens stored as SHA-256
+hashes). It is checked like a policy: an unknown or misspelt key is an error
+with its position and a suggestion. --table, --trust and --state replace the
+configuration's table, trust and state_dir.
+
+The gateway starts only with a table signed by a trusted key, not expired and
+not older than the last one it accepted; otherwise it says why and exits
+with the code 'policyc verify' uses (10-16). It also refuses a table that
+holds tool calls for approval, since this build has no approval gate.
+
+Clients see tools and prompts as <upstream>__<name>; listings hold only what
+the table allows for the principal, and a denied item is answered exactly as
+a missing one. Every decision is written as one JSON line to the decision
+log (standard error by default). SIGHUP reloads the table: a table that
+fails verification, or is older than the serving one, is refused and the
+serving table stays. SIGINT or SIGTERM stop the gateway. docs/gateway.md
+has the details.
+
+With --check, the configuration and the table are checked and a summary is
+printed; nothing is started.
+
+Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
+problems or the table cannot be enforced here; 2 usage; 3 the gateway failed
+(an unreadable table or key file, an address in use); 10-16 the table was
+refused (see 'policyc verify --help').
+
+Examples:
+  policyc gateway --config /etc/policyc/gateway
+  policyc gateway --config gateway.cue --table team.signed.json --trust ci.pub --state /var/lib/policyc
+  policyc gateway --config examples/team/gateway --check
+  kill -HUP $(pidof policyc)   # reload after deploying a new signed table`,
+		Args: argsRange(0, 0),
+		RunE: func(c *cobra.Command, args []string) error {
+			if o.config == "" {
+				return usageErrorf("--config PATH is required: the gateway's configuration (see 'policyc gateway --help')")
+			}
+			return runGateway(c, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.config, "config", "", "the gateway configuration: a `PATH` to a directory of CUE files in package gateway, or one file")
+	f.StringVar(&o.table, "table", "", "serve the signed table in `FILE` instead of the configuration's")
+	f.StringArrayVar(&o.trust, "trust", nil, "trust tables signed by the Ed25519 public key in `FILE` instead of the configuration's keys (repeatable)")
+	f.StringVar(&o.state, "state", "", "keep the last accepted serial in `DIR` instead of the configuration's state_dir")
+	f.BoolVar(&o.check, "check", false, "check the configuration and the table, print a summary and exit")
+	return c
+}
+
+type gatewayOptions struct {
+	config, table, state string
+	trust                []string
+	check                bool
+}
+
+// gatewayFile is a gateway configuration as written, decoded after the
+// schema accepted it.
+type gatewayFile struct {
+	Table                 string                  `json:"table"`
+	Trust                 []string                `json:"trust"`
+	StateDir              string                  `json:"state_dir"`
+	DecisionLog           string                  `json:"decision_log"`
+	Upstreams             map[string]upstreamFile `json:"upstreams"`
+	Front                 frontFile               `json:"front"`
+	CallTimeoutSeconds    int                     `json:"call_timeout_seconds"`
+	ConnectTimeoutSeconds int                     `json:"connect_timeout_seconds"`
+}
+
+type upstreamFile struct {
+	Command        []string          `json:"command"`
+	Env            map[string]string `json:"env"`
+	PassEnv        []string          `json:"pass_env"`
+	Dir            string            `json:"dir"`
+	URL            string            `json:"url"`
+	BearerTokenEnv string            `json:"bearer_token_env"`
+}
+
+type frontFile struct {
+	Stdio *struct {
+		Principal string `json:"principal"`
+	} `json:"stdio"`
+	HTTP *struct {
+		Address    string `json:"address"`
+		Principals map[string]struct {
+			TokenSHA256 []string `json:"token_sha256"`
+		} `json:"principals"`
+		IdleTimeoutMinutes int `json:"idle_timeout_minutes"`
+	} `json:"http"`
+}
+
+// gatewaySetup is a checked configuration, ready to start.
+type gatewaySetup struct {
+	cfg      gateway.Config
+	table    string
+	trust    []ed25519.PublicKey
+	stateDir string
+	logPath  string
+	// principal is the stdio front's; http the HTTP front's options.
+	principal string
+	address   string
+	http      gateway.HTTPOptions
+	kinds     map[string]string // upstream → "stdio: npx" or "http: URL"
+}
+
+func runGateway(c *cobra.Command, o gatewayOptions) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gateway.GCPercent)
+	}
+	stderr := &lockedWriter{w: c.ErrOrStderr()}
+	s, err := readGatewayConfig(o, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	s.cfg.Logger = logger
+	s.cfg.Tables = tableLoader(s.table, s.trust, s.stateDir)
+	if o.check {
+		s.cfg.Log = gateway.NewJSONLog(io.Discard)
+		t, err := gateway.Check(s.cfg)
+		if err != nil {
+			return gatewayRefusal(err)
+		}
+		writeGatewayCheck(c.OutOrStdout(), o.config, s, t)
+		return nil
+	}
+	var logOut io.Writer = stderr
+	if s.logPath != "" {
+		// The decision log is appended to, line by line, for as long as
+		// the gateway runs: it is a log, not an output written at once.
+		f, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return failuref("decision_log: %v", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	s.cfg.Log = gateway.NewJSONLog(logOut)
+
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g, err := gateway.New(ctx, s.cfg)
+	if err != nil {
+		return gatewayRefusal(err)
+	}
+	defer g.Close()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			g.Reload() // a refusal is logged; the serving table stays
+		}
+	}()
+
+	if s.address == "" {
+		logger.Info("serving on standard input and output", "principal", s.principal)
+		if err := g.ServeIO(ctx, s.principal, c.InOrStdin(), c.OutOrStdout()); err != nil && ctx.Err() == nil {
+			return failuref("stdio front: %v", err)
+		}
+		return nil
+	}
+	h, err := g.HTTPHandler(s.http)
+	if err != nil {
+		return withCode(ExitProblems, err)
+	}
+	ln, err := net.Listen("tcp", s.address)
+	if err != nil {
+		return failuref("front.http.address: %v", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("serving streamable HTTP", "address", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return failuref("front.http: %v", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}
+
+// lockedWriter serializes writes: the operational log and the decision
+// log share standard error, and each writes whole lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// tableLoader reads the signed table and verifies it, every time: at boot
+// and on every reload. It is the gateway's only way to a table.
+func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string) func() (*runtime.Table, error) {
+	return func() (*runtime.Table, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read the signed table: %w", err)
+		}
+		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir})
+		if err != nil {
+			return nil, fmt.Errorf("%s refused: %w", path, err)
+		}
+		return t, nil
+	}
+}
+
+// gatewayRefusal maps a boot refusal to its exit code.
+func gatewayRefusal(err error) error {
+	code := verifyExitCode(err)
+	if errors.Is(err, gateway.ErrApprovalsWithoutGate) {
+		code = ExitProblems
+	}
+	return withCode(code, fmt.Errorf("gateway not started: %w", err))
+}
+
+// readGatewayConfig reads and checks the configuration and everything it
+// points at. Problems are printed as diagnostics, all of them.
+func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error) {
+	files, dir, err := readConfigFiles(o.config)
+	if err != nil {
+		return nil, err
+	}
+	ev := compiler.Evaluate(files, gatewayPackage, "#Gateway")
+	if compiler.HasErrors(ev.Diagnostics) {
+		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics)
+	}
+	var file gatewayFile
+	if err := ev.Value.Decode(&file); err != nil {
+		return nil, failuref("decode the gateway configuration: %v", err)
+	}
+	var diags []compiler.Diagnostic
+	bad := func(key, msg, suggestion string) {
+		diags = append(diags, compiler.Diagnostic{Pos: ev.KeyPos(key), Code: compiler.CodeType, Severity: compiler.Error,
+			Path: key, Message: key + ": " + msg, Suggestion: suggestion})
+	}
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	s := &gatewaySetup{kinds: map[string]string{}}
+	s.table, s.stateDir, s.logPath = abs(file.Table), abs(file.StateDir), ""
+	if file.DecisionLog != "" && file.DecisionLog != "-" {
+		s.logPath = abs(file.DecisionLog)
+	}
+	if o.table != "" {
+		s.table = o.table
+	}
+	if o.state != "" {
+		s.stateDir = o.state
+	}
+	if len(o.trust) > 0 {
+		if s.trust, _, err = readTrustedKeys(o.trust); err != nil {
+			return nil, err
+		}
+	} else {
+		if len(file.Trust) == 0 {
+			bad("trust", "no public key: the gateway loads only a table signed by a trusted key", `list the public key CI signs with, e.g. trust: ["ci.pub"] (written by 'policyc keygen')`)
+		}
+		for i, p := range file.Trust {
+			b, err := os.ReadFile(abs(p))
+			if err != nil {
+				bad("trust", fmt.Sprintf("key %d: %v", i+1, err), "give the path of a public key written by 'policyc keygen' (relative to the configuration)")
+				continue
+			}
+			k, err := envelope.ParsePublicKey(b)
+			if err != nil {
+				bad("trust", fmt.Sprintf("%s: %v", p, err), "")
+				continue
+			}
+			s.trust = append(s.trust, k)
+		}
+	}
+
+	names := make([]string, 0, len(file.Upstreams))
+	for name := range file.Upstreams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		u := file.Upstreams[name]
+		key := "upstreams." + name
+		if err := gateway.CheckUpstreamName(name); err != nil {
+			bad(key, err.Error(), "")
+			continue
+		}
+		up := gateway.Upstream{Name: name}
+		if u.Command != nil && len(u.Command) == 0 {
+			bad(key+".command", "the command is empty", `give the program and its arguments, e.g. ["npx", "-y", "@modelcontextprotocol/server-memory"]`)
+			continue
+		}
+		switch {
+		case len(u.Command) > 0 && u.URL != "":
+			bad(key, "both command and url are set; an upstream is either a stdio command or a streamable HTTP url", "keep one of them")
+			continue
+		case len(u.Command) == 0 && u.URL == "":
+			bad(key, "neither command nor url is set", `give command: ["program", "arg", ...] for a stdio server or url: "https://..." for a streamable HTTP one`)
+			continue
+		case u.URL != "":
+			if len(u.Env) > 0 || len(u.PassEnv) > 0 || u.Dir != "" {
+				bad(key, "env, pass_env and dir apply to a stdio command, not to a url", "remove them, or use bearer_token_env for the url's credentials")
+			}
+			up.URL = u.URL
+			s.kinds[name] = "http: " + u.URL
+			if u.BearerTokenEnv != "" {
+				tok := os.Getenv(u.BearerTokenEnv)
+				if tok == "" {
+					bad(key+".bearer_token_env", fmt.Sprintf("%s is not set in the gateway's environment", u.BearerTokenEnv), "export it before starting the gateway")
+				}
+				up.Header = http.Header{"Authorization": {"Bearer " + tok}}
+			}
+		default:
+			if u.BearerTokenEnv != "" {
+				bad(key+".bearer_token_env", "bearer_token_env applies to a url, not to a stdio command", "pass the token with pass_env instead")
+			}
+			up.Dir = abs(u.Dir)
+			if up.Dir != "" {
+				if st, err := os.Stat(up.Dir); err != nil || !st.IsDir() {
+					bad(key+".dir", fmt.Sprintf("%s is not a directory", u.Dir), "")
+				}
+			}
+			prog, err := findProgram(u.Command[0], dir)
+			if err != nil {
+				bad(key+".command", err.Error(), "install it, or give its full path")
+			}
+			up.Command, up.Args = prog, u.Command[1:]
+			up.Env = gateway.BaseEnv()
+			for _, v := range u.PassEnv {
+				val, ok := os.LookupEnv(v)
+				if !ok {
+					bad(key+".pass_env", fmt.Sprintf("%s is not set in the gateway's environment", v), "export it before starting the gateway, or remove it from pass_env")
+				}
+				up.Env = append(up.Env, v+"="+val)
+			}
+			envNames := make([]string, 0, len(u.Env))
+			for k := range u.Env {
+				envNames = append(envNames, k)
+			}
+			sort.Strings(envNames)
+			for _, k := range envNames {
+				up.Env = append(up.Env, k+"="+u.Env[k])
+			}
+			s.kinds[name] = "stdio: " + u.Command[0]
+		}
+		s.cfg.Upstreams = append(s.cfg.Upstreams, up)
+	}
+
+	switch fr := file.Front; {
+	case fr.Stdio != nil && fr.HTTP != nil:
+		bad("front", "both stdio and http are set; the gateway has one front", "keep one of them")
+	case fr.Stdio == nil && fr.HTTP == nil:
+		bad("front", "no front is set", `give stdio: principal: "NAME" or http: {address: "127.0.0.1:8080", principals: ...}`)
+	case fr.Stdio != nil:
+		s.principal = fr.Stdio.Principal
+	default:
+		h := fr.HTTP
+		if _, _, err := net.SplitHostPort(h.Address); err != nil {
+			bad("front.http.address", fmt.Sprintf("%q is not host:port (%v)", h.Address, err), `for example "127.0.0.1:8080"`)
+		}
+		s.address = h.Address
+		s.http.Tokens = map[string]string{}
+		s.http.IdleTimeout = time.Duration(h.IdleTimeoutMinutes) * time.Minute
+		principals := make([]string, 0, len(h.Principals))
+		for p := range h.Principals {
+			principals = append(principals, p)
+		}
+		sort.Strings(principals)
+		for _, p := range principals {
+			if len(h.Principals[p].TokenSHA256) == 0 {
+				bad("front.http.principals."+p+".token_sha256", "no token: this principal could never connect", "add the SHA-256 of its bearer token, or remove the principal")
+			}
+			for _, hash := range h.Principals[p].TokenSHA256 {
+				if q, dup := s.http.Tokens[hash]; dup && q != p {
+					bad("front.http.principals."+p+".token_sha256", fmt.Sprintf("token hash %s… is also %s's: a token identifies one principal", hash[:12], q), "give each principal its own token")
+				}
+				s.http.Tokens[hash] = p
+			}
+		}
+	}
+	s.cfg.CallTimeout = time.Duration(file.CallTimeoutSeconds) * time.Second
+	s.cfg.ConnectTimeout = time.Duration(file.ConnectTimeoutSeconds) * time.Second
+	s.cfg.Version = compiler.Version
+	if len(diags) > 0 {
+		compiler.SortDiagnostics(diags)
+		return nil, gatewayDiagnostics(stderr, dir, diags)
+	}
+	return s, nil
+}
+
+// readConfigFiles reads a configuration directory's .cue files, or one
+// file, and returns them with the directory positions are relative to.
+func readConfigFiles(path string) ([]compiler.File, string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, "", failuref("--config: %v", err)
+	}
+	if !st.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, "", failuref("--config: %v", err)
+		}
+		return []compiler.File{{Name: filepath.Base(path), Data: b}}, filepath.Dir(path), nil
+	}
+	files, err := compiler.ReadDir(path)
+	if err != nil {
+		return nil, "", failuref("--config: %v", err)
+	}
+	if len(files) == 0 {
+		return nil, "", failuref("--config: no .cue files in %s (the configuration is CUE in package %s; see docs/gateway.md)", path, gatewayPackage)
+	}
+	return files, path, nil
+}
+
+// findProgram resolves an upstream's program: a bare name in PATH, or a
+// path (relative ones to the configuration's directory).
+func findProgram(prog, dir string) (string, error) {
+	if !strings.ContainsRune(prog, filepath.Separator) && !strings.Contains(prog, "/") {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			return prog, fmt.Errorf("program %q is not found in PATH", prog)
+		}
+		return p, nil
+	}
+	p, err := filepath.Abs(filepath.Join(dir, prog))
+	if filepath.IsAbs(prog) {
+		p, err = prog, nil
+	}
+	if err != nil {
+		return prog, err
+	}
+	st, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return p, fmt.Errorf("program %s does not exist (a relative path is relative to the configuration's directory)", prog)
+	case st.IsDir() || st.Mode()&0o111 == 0:
+		return p, fmt.Errorf("%s is not an executable program", prog)
+	}
+	return p, nil
+}
+
+// gatewayDiagnostics prints configuration problems and a summary.
+func gatewayDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic) error {
+	n := 0
+	for _, d := range ds {
+		fmt.Fprintln(w, d.Format(filepath.ToSlash(root)))
+		if d.Severity == compiler.Error {
+			n++
+		}
+	}
+	fmt.Fprintf(w, "%s in the gateway configuration: the gateway did not start\n", count(n, "error"))
+	return withCode(ExitProblems, errSilent)
+}
+
+func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.Table) {
+	fmt.Fprintf(w, "gateway configuration %s: OK\n", config)
+	fmt.Fprintf(w, "  table:     %s (serial %d, %s)\n", s.table, t.Serial(), t.Digest())
+	for i, u := range s.cfg.Upstreams {
+		label := "upstreams:"
+		if i > 0 {
+			label = "          "
+		}
+		note := ""
+		if _, ok := t.Source().Servers[u.Name]; !ok {
+			note = " (not in the table: everything it offers is denied)"
+		}
+		fmt.Fprintf(w, "  %s %s (%s)%s\n", label, u.Name, s.kinds[u.Name], note)
+	}
+	if s.address == "" {
+		fmt.Fprintf(w, "  front:     stdio, principal %s\n", s.principal)
+	} else {
+		principals := map[string]bool{}
+		for _, p := range s.http.Tokens {
+			principals[p] = true
+		}
+		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.address, count(len(principals), "principal"))
+	}
+}

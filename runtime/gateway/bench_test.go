@@ -1,0 +1,325 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
+)
+
+// The benchmarks compare a tools/call through the gateway with the same
+// call made directly to the same upstream over the same transport, side by
+// side in one run. Run them with, for example:
+//
+//	go test ./runtime/gateway -run '^$' -bench . -benchtime=2000x
+//
+// Figures are in docs/gateway.md.
+
+// benchPolicy allows the one tool the benchmarks call.
+const benchPolicy = `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+mcp_servers: github: access: tool: allow_list: ["echo"]
+`
+
+var benchArgs = map[string]any{"title": "a benchmark issue", "labels": []any{"bug", "p2"}, "n": 3}
+
+// benchSetup is an upstream, a gateway in front of it, and how to reach
+// each over one transport.
+type benchSetup struct {
+	g *Gateway
+	// direct and gateway open a client session to the upstream itself and
+	// to the gateway.
+	direct, gateway func(tb testing.TB) *mcp.ClientSession
+	close           func()
+}
+
+// decisionFile is a real file for the decision log: the benchmarks pay for
+// the write the gateway makes on every decision.
+func decisionFile(tb testing.TB) *os.File {
+	f, err := os.OpenFile(filepath.Join(tb.TempDir(), "decisions.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
+}
+
+// pooled is an HTTP client that keeps enough idle connections for 32
+// concurrent clients.
+func pooled() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
+}
+
+func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cs
+}
+
+// benchGC runs the benchmarks with the garbage collection target the
+// gateway command runs with, unless GOGC is set. Direct calls share the
+// process and the setting.
+func benchGC(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(GCPercent)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
+}
+
+func newBench(tb testing.TB, transport string) *benchSetup {
+	up := testupstream.New(testupstream.Options{Name: "github"})
+	cfg := Config{
+		Tables:      fixed(loadTable(tb, benchPolicy, 1)),
+		Log:         NewJSONLog(decisionFile(tb)),
+		CallTimeout: 30 * time.Second,
+	}
+	s := &benchSetup{}
+	closers := []func(){func() {}}
+	switch transport {
+	case "inmemory":
+		dial := func(ctx context.Context) (mcp.Transport, error) {
+			st, ct := mcp.NewInMemoryTransports()
+			if _, err := up.Server.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		}
+		cfg.Upstreams = []Upstream{{Name: "github", Dial: dial}}
+		s.direct = func(tb testing.TB) *mcp.ClientSession {
+			t, err := dial(context.Background())
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return connectClient(tb, t)
+		}
+		s.gateway = func(tb testing.TB) *mcp.ClientSession {
+			st, ct := mcp.NewInMemoryTransports()
+			if _, err := s.g.Connect(context.Background(), "alice", st); err != nil {
+				tb.Fatal(err)
+			}
+			return connectClient(tb, ct)
+		}
+	case "http":
+		upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.Server }, nil))
+		closers = append(closers, upSrv.Close)
+		cfg.Upstreams = []Upstream{{Name: "github", URL: upSrv.URL}}
+		client := pooled()
+		s.direct = func(tb testing.TB) *mcp.ClientSession {
+			return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: upSrv.URL, HTTPClient: client})
+		}
+		var gwURL string
+		s.gateway = func(tb testing.TB) *mcp.ClientSession {
+			return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: gwURL, HTTPClient: &http.Client{Transport: bearer{"bench-token", client.Transport}}})
+		}
+		defer func() {
+			h, err := s.g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			gwSrv := httptest.NewServer(h)
+			gwURL = gwSrv.URL
+			closers[0] = gwSrv.Close
+		}()
+	default:
+		tb.Fatalf("unknown transport %s", transport)
+	}
+	g, err := New(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.g = g
+	s.close = func() {
+		// The gateway's front first, then the gateway (which ends its
+		// session with the upstream), then the upstream.
+		closers[0]()
+		g.Close()
+		for _, c := range closers[1:] {
+			c()
+		}
+	}
+	return s
+}
+
+func call(tb testing.TB, cs *mcp.ClientSession, name string) {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: benchArgs})
+	if err != nil || res.IsError {
+		tb.Fatalf("%s: %v %s", name, err, text(res))
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// policyWork is the gateway's own work on a tools/call, outside the SDK:
+// split the name, decide, write the decision record, check the catalogue,
+// build the forwarded _meta. It is timed on its own so that its share of
+// the added latency can be reported.
+func policyWork(g *Gateway, n int) time.Duration {
+	meta := mcp.Meta{"progressToken": 7}
+	start := time.Now()
+	for range n {
+		if _, err := g.authorizeCall("alice", "github__echo"); err != nil {
+			panic(err)
+		}
+		_, done := g.forwardMeta(meta, nil)
+		done()
+	}
+	return time.Since(start) / time.Duration(n)
+}
+
+// BenchmarkToolCall times tools/call directly and through the gateway,
+// alternating, and reports the medians, their ratio, and the share of the
+// added latency spent in the gateway's policy work.
+func BenchmarkToolCall(b *testing.B) {
+	benchGC(b)
+	for _, transport := range []string{"inmemory", "http"} {
+		b.Run(transport, func(b *testing.B) {
+			s := newBench(b, transport)
+			defer s.close()
+			direct, gw := s.direct(b), s.gateway(b)
+			defer direct.Close()
+			defer gw.Close()
+			for range 50 { // warm up connections and caches
+				call(b, direct, "echo")
+				call(b, gw, "github__echo")
+			}
+			dd := make([]time.Duration, 0, b.N)
+			gd := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				call(b, direct, "echo")
+				t1 := time.Now()
+				call(b, gw, "github__echo")
+				dd, gd = append(dd, t1.Sub(t0)), append(gd, time.Since(t1))
+			}
+			b.StopTimer()
+			dm, gm := median(dd), median(gd)
+			policy := policyWork(s.g, 20000)
+			b.ReportMetric(float64(dm.Microseconds()), "direct-p50-µs")
+			b.ReportMetric(float64(gm.Microseconds()), "gateway-p50-µs")
+			b.ReportMetric(float64(gm)/float64(dm), "ratio")
+			b.ReportMetric(float64(policy.Nanoseconds()), "policy-ns")
+			if added := gm - dm; added > 0 {
+				b.ReportMetric(100*float64(policy)/float64(added), "policy-%-of-added")
+			}
+		})
+	}
+}
+
+// BenchmarkPolicyWork is the gateway's policy work on one tools/call, with
+// the decision record written to a file.
+func BenchmarkPolicyWork(b *testing.B) {
+	benchGC(b)
+	s := newBench(b, "inmemory")
+	defer s.close()
+	meta := mcp.Meta{"progressToken": 7}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.g.authorizeCall("alice", "github__echo"); err != nil {
+			b.Fatal(err)
+		}
+		_, done := s.g.forwardMeta(meta, nil)
+		done()
+	}
+}
+
+// BenchmarkThroughputHTTP runs 32 concurrent clients over streamable HTTP,
+// each with its own session, first directly and then through the gateway;
+// b.N calls in each phase. It reports calls per second of both and their
+// ratio.
+func BenchmarkThroughputHTTP(b *testing.B) {
+	benchGC(b)
+	const clients = 32
+	s := newBench(b, "http")
+	defer s.close()
+	run := func(connect func(testing.TB) *mcp.ClientSession, name string) float64 {
+		sessions := make([]*mcp.ClientSession, clients)
+		for i := range sessions {
+			sessions[i] = connect(b)
+			call(b, sessions[i], name)
+		}
+		defer func() {
+			for _, cs := range sessions {
+				cs.Close()
+			}
+		}()
+		var left atomic.Int64
+		left.Store(int64(b.N))
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, cs := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 {
+					call(b, cs, name)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(b.N) / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	direct := run(s.direct, "echo")
+	gw := run(s.gateway, "github__echo")
+	b.StopTimer()
+	b.ReportMetric(direct, "direct-calls/s")
+	b.ReportMetric(gw, "gateway-calls/s")
+	b.ReportMetric(gw/direct, "ratio")
+}
+
+// BenchmarkIdleSession reports the heap each idle client session costs,
+// client and server side together, directly and through the gateway (whose
+// sessions share one upstream session): b.N sessions of each kind are
+// opened and kept open while the heap is measured.
+func BenchmarkIdleSession(b *testing.B) {
+	benchGC(b)
+	for _, transport := range []string{"inmemory", "http"} {
+		b.Run(transport, func(b *testing.B) {
+			s := newBench(b, transport)
+			defer s.close()
+			measure := func(connect func(testing.TB) *mcp.ClientSession) float64 {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				sessions := make([]*mcp.ClientSession, b.N)
+				for i := range sessions {
+					sessions[i] = connect(b)
+				}
+				time.Sleep(50 * time.Millisecond) // let standalone streams settle
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				for _, cs := range sessions {
+					cs.Close()
+				}
+				return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(b.N)
+			}
+			direct := measure(s.direct)
+			gw := measure(s.gateway)
+			b.ReportMetric(direct, "direct-B/session")
+			b.ReportMetric(gw, "gateway-B/session")
+		})
+	}
+}

@@ -470,7 +470,7 @@ func editDistance(a, b string, limit int) int {
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(rb)]
+	return min(prev[len(rb)], limit+1)
 }
 
 func quoteList(names []string) string {

@@ -51,6 +51,19 @@ type HoldRequest struct {
 	// TableDigest and TableSerial identify the deciding table.
 	TableDigest string
 	TableSerial uint64
+	// Client names the agent's software (name and version, as its
+	// initialize or request metadata said) and Session its MCP session id
+	// (empty over stdio), for the approver.
+	Client, Session string
+	// Progress, when set, tells the waiting client that its call is still
+	// held (it asked for progress); a gate may call it at a steady
+	// interval. It never blocks for long.
+	Progress func(message string)
+	// Recheck reports whether the call may still run under the table
+	// serving now (a reload may have denied it while it was held): a gate
+	// calls it just before it approves the call, and an error means the
+	// call must not run. The gateway checks again after Hold returns.
+	Recheck func() error
 }
 
 // Verdict is the gate's answer.

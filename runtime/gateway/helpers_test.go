@@ -205,6 +205,13 @@ func startGateway(t testing.TB, mutate func(*Config)) *testGateway {
 	}
 	t.Cleanup(func() { g.Close() })
 	tg.Gateway = g
+	// In-process upstreams always come up; on a loaded machine the first
+	// attempt may not have finished when New returns.
+	for _, u := range cfg.Upstreams {
+		if u.Dial != nil {
+			eventually(t, 30*time.Second, u.Name+" to be connected", func() bool { up, _ := g.Upstream(u.Name); return up })
+		}
+	}
 	return tg
 }
 

@@ -247,7 +247,7 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 		return toolError(a.u.unavailable(a.st).Error()), nil
 	}
 	if a.decision.Effect == runtime.Approve {
-		reviewed, refusal, err := g.hold(ctx, principal, r.Params.Name, a, args)
+		reviewed, refusal, err := g.hold(ctx, principal, r, a, args)
 		if err != nil || refusal != nil {
 			return refusal, err
 		}
@@ -305,7 +305,8 @@ func toolError(text string) *mcp.CallToolResult {
 // hold hands a call on approval to the approval gate and waits for its
 // verdict. It returns the canonical arguments to forward when approved,
 // else the result to answer with.
-func (g *Gateway) hold(ctx context.Context, principal, name string, a authorizedCall, args json.RawMessage) (json.RawMessage, *mcp.CallToolResult, error) {
+func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolRequest, a authorizedCall, args json.RawMessage) (json.RawMessage, *mcp.CallToolResult, error) {
+	name := r.Params.Name
 	canon, err := CanonicalJSON(args)
 	if err != nil {
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
@@ -315,10 +316,33 @@ func (g *Gateway) hold(ctx context.Context, principal, name string, a authorized
 	if timeout <= 0 {
 		timeout = 300 * time.Second
 	}
+	recheck := func() error {
+		t := g.table.Load()
+		if d := t.Decide(principal, a.u.name, runtime.Tool, a.tool); d.Effect == runtime.Deny {
+			return fmt.Errorf("the serving table (serial %d) denies the call now", t.Serial())
+		}
+		return nil
+	}
 	req := &HoldRequest{
 		Principal: principal, Server: a.u.name, Tool: a.tool, Arguments: canon, Fingerprint: Fingerprint(canon),
 		Origin: d.Origin, Timeout: timeout, Channel: d.ApprovalChannel,
 		TableDigest: a.table.Digest(), TableSerial: a.table.Serial(),
+		Recheck: recheck,
+	}
+	if r.Session != nil {
+		req.Session = r.Session.ID()
+	}
+	if ci := r.ClientInfo(); ci != nil {
+		req.Client = strings.TrimSpace(ci.Name + " " + ci.Version)
+	}
+	if tok := r.Params.GetProgressToken(); tok != nil && r.Session != nil {
+		var n float64
+		req.Progress = func(message string) {
+			n++
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_ = r.Session.NotifyProgress(pctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: message})
+		}
 	}
 	var v Verdict
 	verdict := "error"
@@ -329,10 +353,12 @@ func (g *Gateway) hold(ctx context.Context, principal, name string, a authorized
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
 		case err == nil && v.Approved:
-			verdict = "approved"
+			if err = recheck(); err == nil {
+				verdict = "approved"
+			}
 		case err == nil:
 			verdict = "denied"
-		case errors.Is(err, context.DeadlineExceeded) && hctx.Err() != nil && ctx.Err() == nil:
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			verdict = "timeout"
 		}
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -302,5 +303,88 @@ func TestDecisionLogFailureRefusesEverything(t *testing.T) {
 	}
 	if n := tg.github.Calls.Load(); n != 0 {
 		t.Errorf("%d calls ran without being recorded", n)
+	}
+}
+
+// gateFunc is an approval gate made of a function.
+type gateFunc func(ctx context.Context, req *HoldRequest) (Verdict, error)
+
+func (f gateFunc) Hold(ctx context.Context, req *HoldRequest) (Verdict, error) { return f(ctx, req) }
+
+// A call approved while a reload denied it does not run.
+func TestApprovalRecheckAfterReload(t *testing.T) {
+	var current atomic.Pointer[runtime.Table]
+	current.Store(loadTable(t, approvalPolicy, 1))
+	denied := loadTable(t, strings.Replace(approvalPolicy, `allow_list: ["echo"]`, `allow_list: ["echo"]
+	deny_list: ["merge_pull_request"]`, 1), 2)
+	var tg *testGateway
+	var recheckErr error
+	tg = startGateway(t, func(c *Config) {
+		c.Tables = func() (*runtime.Table, error) { return current.Load(), nil }
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			if req.Recheck() != nil {
+				t.Error("Recheck refused before the reload")
+			}
+			current.Store(denied)
+			if err := tg.Reload(); err != nil {
+				t.Errorf("Reload while held: %v", err)
+			}
+			recheckErr = req.Recheck()
+			return Verdict{Approved: true}, nil // a gate that does not recheck
+		})
+	})
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recheckErr == nil || !strings.Contains(recheckErr.Error(), "(serial 2) denies the call now") {
+		t.Errorf("Recheck after the reload: %v", recheckErr)
+	}
+	if !res.IsError || !strings.Contains(text(res), "denies the call now") {
+		t.Errorf("an approved call the serving table denies: %q (isError %v)", text(res), res.IsError)
+	}
+	if n := tg.github.Calls.Load(); n != 0 {
+		t.Errorf("%d calls ran", n)
+	}
+}
+
+// A held call tells a client that asked for progress that it waits, and
+// the gate learns who asks.
+func TestApprovalProgressAndClient(t *testing.T) {
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			if req.Client != "test-client 1" {
+				t.Errorf("Client = %q", req.Client)
+			}
+			if req.Progress == nil {
+				t.Error("no Progress for a client that sent a progress token")
+				return Verdict{}, nil
+			}
+			req.Progress("waiting for a human (request 42)")
+			req.Progress("still waiting")
+			return Verdict{Approved: true}, nil
+		})
+	})
+	progress := make(chan *mcp.ProgressNotificationParams, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+	})
+	params := &mcp.CallToolParams{Name: "github__merge_pull_request"}
+	params.SetProgressToken("held")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("%v %q", err, text(res))
+	}
+	for i, want := range []string{"waiting for a human (request 42)", "still waiting"} {
+		select {
+		case p := <-progress:
+			if p.ProgressToken != "held" || p.Message != want || p.Progress != float64(i+1) {
+				t.Errorf("progress %d: %+v", i, p)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("progress %q did not arrive", want)
+		}
 	}
 }

@@ -70,7 +70,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			t, err := runtime.Load(res.Table)
+			t, err := runtime.LoadForInspection(res.Table)
 			if err != nil {
 				return failuref("load compiled table: %v", err)
 			}

@@ -98,7 +98,7 @@ func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, er
 		if err != nil {
 			return nil, "", err
 		}
-		t, err := runtime.Load(res.Table)
+		t, err := runtime.LoadForInspection(res.Table)
 		if err != nil {
 			return nil, "", failuref("load compiled table: %v", err)
 		}

@@ -144,7 +144,7 @@ func (a *Access) OrderedLists() []*List {
 // does not define is denied, as the gateway denies it. The decisions come
 // from the runtime that enforces the table, so they cannot disagree with it.
 func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
-	rt, err := runtime.Load(t)
+	rt, err := runtime.LoadForInspection(t)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 	if p == nil || t == nil || cat == nil || cat.Current == nil {
 		return nil
 	}
-	rt, err := runtime.Load(t)
+	rt, err := runtime.LoadForInspection(t)
 	if err != nil {
 		return nil // the compiler refuses every table the runtime refuses
 	}

@@ -30,7 +30,11 @@ func TestCorpus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rt, sections := compileArchive(t, ar)
+			fast, sections := compileArchive(t, ar)
+			slow, err := runtime.LoadForInspection(fast.Source())
+			if err != nil {
+				t.Fatal(err)
+			}
 			reqs, ok := sections["requests"]
 			if !ok {
 				t.Fatal("archive has no requests section")
@@ -38,7 +42,10 @@ func TestCorpus(t *testing.T) {
 			n := 0
 			eachLine(t, reqs, func(line int, req request, want []string) {
 				n++
-				d := rt.Decide(req.principal, req.server, req.kind, req.name)
+				d := fast.Decide(req.principal, req.server, req.kind, req.name)
+				if s := slow.Decide(req.principal, req.server, req.kind, req.name); s != d {
+					t.Errorf("requests:%d: %s: automata decide %+v, pattern by pattern %+v", line, req, d, s)
+				}
 				if len(want) < 2 {
 					t.Fatalf("requests:%d: want `=> DECISION ORIGIN [consent]`", line)
 				}
@@ -59,7 +66,7 @@ func TestCorpus(t *testing.T) {
 			}
 			if tos, ok := sections["timeouts"]; ok {
 				eachLine(t, tos, func(line int, req request, want []string) {
-					d := rt.Decide(req.principal, req.server, req.kind, req.name)
+					d := fast.Decide(req.principal, req.server, req.kind, req.name)
 					if d.Effect != runtime.Approve {
 						t.Errorf("timeouts:%d: %s is %s, not approve", line, req, d.Effect)
 						return
@@ -98,10 +105,15 @@ func compileArchive(t *testing.T, ar *txtar.Archive) (*runtime.Table, map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.LoadUnsigned(b)
+	src, err := table.Decode(b)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rt, err := runtime.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-rt.Ready()
 	return rt, sections
 }
 

@@ -270,6 +270,19 @@ func Load(src *table.Table) (*Table, error) {
 	return t, nil
 }
 
+// LoadForInspection is Load for tools that make a handful of decisions
+// (explain, blame, lint, freezing catalogue items): it builds no automata,
+// so every decision is exact but made pattern by pattern, and no core is
+// spent on speed that is never used. Its Ready is closed at once.
+func LoadForInspection(src *table.Table) (*Table, error) {
+	t, err := load(src)
+	if err != nil {
+		return nil, err
+	}
+	close(t.ready)
+	return t, nil
+}
+
 // Ready is closed when every automaton of the table is built.
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 

@@ -10,5 +10,5 @@ func LoadUnsigned(b []byte) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Load(src)
+	return LoadForInspection(src)
 }

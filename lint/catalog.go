@@ -99,7 +99,7 @@ func (c *catalogueCheck) patterns() {
 				}
 				d := compiler.Diagnostic{Pos: e.Pos, Code: compiler.CodePatternNotCatalogued, Severity: compiler.Warning, Path: l.Path,
 					Message: fmt.Sprintf("%s pattern %q matches no %s in the catalogue of %s (%s)", kind, e.Pattern, kind, server, path.Join(catalog.Dir, server+".json"))}
-				if near := nearest(e.Pattern, names, 3); len(near) > 0 {
+				if near := compiler.Nearest(e.Pattern, names, 3); len(near) > 0 {
 					d.Suggestion = "did you mean " + quoteList(near) + "?"
 				} else {
 					d.Suggestion = "check the name against the catalogue, or pull the catalogue again if the server has a new " + kind
@@ -418,59 +418,6 @@ func indexSnapshot(file string, data []byte) map[string]compiler.Position {
 		}
 	}
 	return idx
-}
-
-// nearest returns up to n names closest to pattern by edit distance, among
-// those close enough to be a misspelling of it.
-func nearest(pattern string, names []string, n int) []string {
-	limit := max(2, len(pattern)/3)
-	type cand struct {
-		name string
-		d    int
-	}
-	var cs []cand
-	for _, name := range names {
-		if d := editDistance(pattern, name, limit); d <= limit {
-			cs = append(cs, cand{name, d})
-		}
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
-	var out []string
-	for i := 0; i < len(cs) && i < n; i++ {
-		out = append(out, cs[i].name)
-	}
-	return out
-}
-
-// editDistance is the Levenshtein distance of a and b in runes, or
-// limit+1 when it is more than limit.
-func editDistance(a, b string, limit int) int {
-	ra, rb := []rune(a), []rune(b)
-	if d := len(ra) - len(rb); d > limit || -d > limit {
-		return limit + 1
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		best := cur[0]
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			best = min(best, cur[j])
-		}
-		if best > limit {
-			return limit + 1
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(rb)], limit+1)
 }
 
 func quoteList(names []string) string {

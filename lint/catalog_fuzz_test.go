@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // FuzzIndexSnapshot feeds arbitrary bytes to the reader of item lines.
@@ -34,34 +33,6 @@ func FuzzIndexSnapshot(f *testing.F) {
 			if err := json.Unmarshal(bytes.TrimSuffix(rest[len(key):], []byte(",")), &got); err != nil || got != name {
 				t.Fatalf("%q at line %d reads %q (%v)", k, pos.Line, got, err)
 			}
-		}
-	})
-}
-
-// FuzzEditDistance checks the bounded edit distance against its laws: zero
-// exactly for equal strings, symmetric, at most the longer length, at
-// least the difference of lengths, and limit+1 exactly when over limit.
-func FuzzEditDistance(f *testing.F) {
-	f.Add("kitten", "sitting", 2)
-	f.Add("get_isue", "get_issue", 3)
-	f.Add("", "abc", 0)
-	f.Fuzz(func(t *testing.T, a, b string, limit int) {
-		if !utf8.ValidString(a) || !utf8.ValidString(b) || len(a) > 64 || len(b) > 64 || limit < 0 || limit > 64 {
-			return
-		}
-		full := editDistance(a, b, 1000)
-		la, lb := utf8.RuneCountInString(a), utf8.RuneCountInString(b)
-		switch {
-		case (full == 0) != (a == b):
-			t.Fatalf("d(%q, %q) = %d", a, b, full)
-		case full != editDistance(b, a, 1000):
-			t.Fatalf("d(%q, %q) is not symmetric", a, b)
-		case full > max(la, lb) || full < max(la-lb, lb-la):
-			t.Fatalf("d(%q, %q) = %d out of bounds", a, b, full)
-		}
-		got := editDistance(a, b, limit)
-		if full <= limit && got != full || full > limit && got != limit+1 {
-			t.Fatalf("d(%q, %q, limit %d) = %d, full %d", a, b, limit, got, full)
 		}
 	})
 }

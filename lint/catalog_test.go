@@ -140,25 +140,6 @@ func TestInputSchemaChanged(t *testing.T) {
 	}
 }
 
-func TestNearest(t *testing.T) {
-	names := []string{"create_issue", "delete_repository", "get_issue", "list_issues"}
-	for _, tc := range []struct {
-		pattern string
-		want    []string
-	}{
-		{"get_isue", []string{"get_issue"}},
-		{"delete_repostory", []string{"delete_repository"}},
-		{"push_files", nil},
-	} {
-		if got := nearest(tc.pattern, names, 3); !slices.Equal(got, tc.want) {
-			t.Errorf("nearest(%q) = %v, want %v", tc.pattern, got, tc.want)
-		}
-	}
-	if d := editDistance("kitten", "sitting", 10); d != 3 {
-		t.Errorf("editDistance = %d", d)
-	}
-}
-
 // BenchmarkLintCatalogue lints a generated policy of 20 servers and 1,000
 // tool rules against a catalogue that lists the generator's 228 names on
 // every server (4,560 tools, every other one without annotations): the

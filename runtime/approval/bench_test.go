@@ -22,9 +22,9 @@ import (
 
 // noApprovalPolicy is e2ePolicy without its approval rules: the gateway
 // serves it without a gate.
-var noApprovalPolicy = strings.Replace(e2ePolicy, `	approval_list: ["merge_pull_request", "delete_branch"]
-	approval_timeout_seconds: 30
-	approval_channel: "page"
+var noApprovalPolicy = strings.Replace(e2ePolicy, `			approval_list: ["merge_pull_request", "delete_branch"]
+			approval_timeout_seconds: 30
+			approval_channel: "page"
 `, "", 1)
 
 // BenchmarkAllowPath is a tools/call of an allowed tool through the

@@ -24,11 +24,20 @@ defaults: {tool: "deny", prompt: "deny", resource: "deny"}
 
 approval_channels: page: approvals_page: {}
 
-mcp_servers: github: access: tool: {
-	allow_list: ["echo"]
-	approval_list: ["merge_pull_request", "delete_branch"]
-	approval_timeout_seconds: 30
-	approval_channel: "page"
+mcp_servers: github: {
+	access: {
+		tool: {
+			allow_list: ["echo"]
+			approval_list: ["merge_pull_request", "delete_branch"]
+			approval_timeout_seconds: 30
+			approval_channel: "page"
+		}
+		resource: allow_list: ["ui://github/*"]
+	}
+	ui: {
+		allow_list: ["ui://github/app.html"]
+		consent_channel: "page"
+	}
 }
 `
 
@@ -68,6 +77,11 @@ func newUpstream() *upstream {
 			n, _ := u.calls.LoadOrStore(name, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ran with " + string(r.Params.Arguments)}}}, nil
+		})
+	}
+	for _, uri := range []string{"ui://github/app.html", "ui://github/other.html"} {
+		u.server.AddResource(&mcp.Resource{URI: uri, Name: uri, MIMEType: "text/html;profile=mcp-app"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "text/html;profile=mcp-app", Text: "<p>app</p>"}}}, nil
 		})
 	}
 	return u
@@ -248,5 +262,71 @@ func TestGatewayDenyText(t *testing.T) {
 	}
 	if n := len(gate.List(Filter{})); n != 1 {
 		t.Fatalf("%d requests; allowed calls make none", n)
+	}
+}
+
+// Reading an allowlisted ui:// resource asks for the principal's consent,
+// through the gate; consent is remembered, per principal and resource.
+func TestGatewayConsent(t *testing.T) {
+	gate := openGate(t, "", func(c *Config) { pageOnly(c); c.ConsentWait = 5 * time.Second })
+	s := newStack(t, gate, e2ePolicy)
+	alice := s.client(t, "alice")
+	read := func(cs *mcp.ClientSession, uri string) <-chan error {
+		ch := make(chan error, 1)
+		go func() {
+			_, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+			ch <- err
+		}()
+		return ch
+	}
+	consentFor := func(principal string) Request {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			for _, r := range gate.List(Filter{Status: Pending}) {
+				if r.Kind == KindConsent && r.Principal == principal && gate.Waiting(r.ID) > 0 {
+					return r
+				}
+			}
+		}
+		t.Fatalf("no consent request for %s", principal)
+		return Request{}
+	}
+	// Denied: the read answers as for a resource that does not exist.
+	ch := read(alice, "ui://github/app.html")
+	r := consentFor("alice")
+	mustDecide(t, gate, r.ID, VerdictDeny, "")
+	err := <-ch
+	_, absentErr := alice.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/nothing-here.html"})
+	if err == nil || absentErr == nil || strings.Replace(err.Error(), "app.html", "X", 1) != strings.Replace(absentErr.Error(), "nothing-here.html", "X", 1) {
+		t.Fatalf("a refused consent answers %v; a missing resource %v", err, absentErr)
+	}
+	// Granted: served, and remembered.
+	ch = read(alice, "ui://github/app.html")
+	r = consentFor("alice")
+	mustDecide(t, gate, r.ID, VerdictApprove, "")
+	if err := <-ch; err != nil {
+		t.Fatalf("read with consent: %v", err)
+	}
+	if _, err := alice.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/app.html"}); err != nil {
+		t.Fatalf("remembered consent: %v", err)
+	}
+	// Another principal is asked on its own.
+	bob := s.client(t, "bob")
+	ch = read(bob, "ui://github/app.html")
+	rb := consentFor("bob")
+	if rb.ID == r.ID {
+		t.Fatal("alice's consent covered bob")
+	}
+	mustDecide(t, gate, rb.ID, VerdictDeny, "")
+	if err := <-ch; err == nil {
+		t.Fatal("bob read without consent")
+	}
+	// Prompts and other resources are never held; a ui:// resource off the
+	// allowlist is denied without asking.
+	before := len(gate.List(Filter{}))
+	if _, err := alice.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/other.html"}); err == nil {
+		t.Fatal("a ui:// resource off the allowlist was read")
+	}
+	if len(gate.List(Filter{})) != before {
+		t.Fatal("a resource off the allowlist asked for consent")
 	}
 }

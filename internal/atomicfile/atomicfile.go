@@ -11,7 +11,22 @@ import (
 // Write writes data to path through a temporary file in the same directory,
 // synced and renamed into place. On any error the temporary file is removed
 // and path is untouched.
+//
+// A path that exists and is not a regular file (/dev/null, /dev/stdout, a
+// named pipe) is written in place: renaming over it would replace the device
+// or pipe with a file, and there is no partial file to guard against.
 func Write(path string, data []byte, perm os.FileMode) (err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return f.Close()
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

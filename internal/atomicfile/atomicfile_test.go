@@ -1,0 +1,53 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteReplacesWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.json")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("new content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "new content" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".out.json.tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+func TestWriteMissingDirectoryLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(filepath.Join(dir, "no", "such", "out.json"), []byte("x"), 0o644); err == nil {
+		t.Fatal("no error for a missing directory")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("left %v", entries)
+	}
+}
+
+// TestWriteDevice: a device such as /dev/null is written in place, never
+// replaced by a renamed file.
+func TestWriteDevice(t *testing.T) {
+	before, err := os.Stat(os.DevNull)
+	if err != nil || before.Mode().IsRegular() {
+		t.Skipf("%s is not a device here", os.DevNull)
+	}
+	if err := Write(os.DevNull, []byte("discarded"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(os.DevNull)
+	if err != nil || after.Mode() != before.Mode() {
+		t.Fatalf("%s changed: %v -> %v (%v)", os.DevNull, before.Mode(), after.Mode(), err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,8 +25,10 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/gateway"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 func init() { register(newGatewayCmd) }
@@ -107,8 +110,25 @@ type gatewayFile struct {
 	DecisionLog           string                  `json:"decision_log"`
 	Upstreams             map[string]upstreamFile `json:"upstreams"`
 	Front                 frontFile               `json:"front"`
+	Approvals             *approvalsFile          `json:"approvals"`
 	CallTimeoutSeconds    int                     `json:"call_timeout_seconds"`
 	ConnectTimeoutSeconds int                     `json:"connect_timeout_seconds"`
+}
+
+type approvalsFile struct {
+	Admin *struct {
+		Address   string `json:"address"`
+		PublicURL string `json:"public_url"`
+		Approvers map[string]struct {
+			TokenSHA256 []string `json:"token_sha256"`
+		} `json:"approvers"`
+	} `json:"admin"`
+	WebhookSecretEnv   string `json:"webhook_secret_env"`
+	ConsentWaitSeconds int    `json:"consent_wait_seconds"`
+	Servers            map[string]struct {
+		MaxApproval string `json:"max_approval"`
+		Preview     *bool  `json:"preview"`
+	} `json:"servers"`
 }
 
 type upstreamFile struct {
@@ -145,6 +165,12 @@ type gatewaySetup struct {
 	address   string
 	http      gateway.HTTPOptions
 	kinds     map[string]string // upstream → "stdio: npx" or "http: URL"
+	// gate is the approval gate's configuration (StateDir is filled in
+	// when it opens), nil without an approvals block; adminAddress and
+	// admin its listener's.
+	gate         *approval.Config
+	adminAddress string
+	admin        approval.AdminOptions
 }
 
 func runGateway(c *cobra.Command, o gatewayOptions) error {
@@ -159,6 +185,41 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s.cfg.Logger = logger
 	s.cfg.Tables = tableLoader(s.table, s.trust, s.stateDir)
+	var serving atomic.Pointer[gateway.Gateway]
+	var gate *approval.Gate
+	if s.gate != nil {
+		cfg := *s.gate
+		cfg.StateDir, cfg.Logger = s.stateDir, logger
+		if o.check {
+			// A check must not take the running gateway's lock on the
+			// state directory: the gate only answers CheckChannel here.
+			dir, err := os.MkdirTemp("", "policyc-gateway-check-")
+			if err != nil {
+				return failuref("%v", err)
+			}
+			defer os.RemoveAll(dir)
+			cfg.StateDir = dir
+		}
+		cfg.Channels = func(name string) (approval.Channel, bool) {
+			g := serving.Load()
+			if g == nil {
+				return approval.Channel{}, false
+			}
+			ch, ok := g.Table().Source().Channels[name]
+			return approval.Channel{Name: name, Kind: ch.Kind, URL: ch.URL}, ok
+		}
+		var err error
+		if gate, err = approval.Open(cfg); err != nil {
+			return failuref("approval gate: %v", err)
+		}
+		defer gate.Close()
+		s.cfg.Approvals, s.cfg.Consent = gate.Approvals(), gate.Consents()
+		names := make([]string, len(s.cfg.Upstreams))
+		for i, u := range s.cfg.Upstreams {
+			names[i] = u.Name
+		}
+		s.cfg.Check = func(t *runtime.Table) error { return checkChannels(t, gate, names) }
+	}
 	if o.check {
 		s.cfg.Log = gateway.NewJSONLog(io.Discard)
 		t, err := gateway.Check(s.cfg)
@@ -188,6 +249,21 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		return gatewayRefusal(err)
 	}
 	defer g.Close()
+	serving.Store(g)
+	if gate != nil && s.adminAddress != "" {
+		h, err := gate.AdminHandler(s.admin)
+		if err != nil {
+			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))
+		}
+		ln, err := net.Listen("tcp", s.adminAddress)
+		if err != nil {
+			return failuref("approvals.admin.address: %v", err)
+		}
+		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		go admin.Serve(ln)
+		defer admin.Close()
+		logger.Info("serving the approvals page and admin API", "address", ln.Addr().String())
+	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -256,10 +332,75 @@ func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string) func
 	}
 }
 
+// checkChannels reports every approval or consent channel of a served
+// server that cannot reach anyone through the gate as configured.
+func checkChannels(t *runtime.Table, gate *approval.Gate, upstreams []string) error {
+	src := t.Source()
+	approves := func(a *table.Access) bool {
+		if a == nil {
+			return false
+		}
+		for _, r := range a.Rules {
+			if r.Effect == table.Approve {
+				return true
+			}
+		}
+		return false
+	}
+	var errs []error
+	checked := map[string]bool{}
+	check := func(server, what, name string) {
+		if name == "" {
+			errs = append(errs, fmt.Errorf("server %s %s but names no channel", server, what))
+			return
+		}
+		if checked[name] {
+			return
+		}
+		checked[name] = true
+		ch, ok := src.Channels[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("server %s %s through channel %q, which the table does not define", server, what, name))
+			return
+		}
+		if err := gate.CheckChannel(name, approval.Channel{Name: name, Kind: ch.Kind, URL: ch.URL}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range upstreams {
+		s, ok := src.Servers[name]
+		if !ok {
+			continue
+		}
+		held := approves(s.Tool)
+		for _, sc := range src.Scopes {
+			for _, key := range []string{name, table.AllServers} {
+				if ss, ok := sc.Servers[key]; ok {
+					held = held || approves(ss.Tool)
+				}
+			}
+		}
+		if held {
+			check(name, "holds tool calls for approval", s.Tool.ApprovalChannel)
+		}
+		if s.UI != nil && len(s.UI.AllowList) > 0 {
+			check(name, "asks consent for ui:// resources", s.UI.ConsentChannel)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
 // gatewayRefusal maps a boot refusal to its exit code.
 func gatewayRefusal(err error) error {
 	code := verifyExitCode(err)
-	if errors.Is(err, gateway.ErrApprovalsWithoutGate) {
+	if errors.Is(err, gateway.ErrApprovalsWithoutGate) || errors.Is(err, gateway.ErrCannotEnforce) {
 		code = ExitProblems
 	}
 	return withCode(code, fmt.Errorf("gateway not started: %w", err))
@@ -430,6 +571,55 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			}
 		}
 	}
+	if a := file.Approvals; a != nil {
+		s.gate = &approval.Config{Servers: map[string]approval.ServerOptions{}, ConsentWait: time.Duration(a.ConsentWaitSeconds) * time.Second}
+		for name, o := range a.Servers {
+			s.gate.Servers[name] = approval.ServerOptions{MaxDuration: o.MaxApproval, NoPreview: o.Preview != nil && !*o.Preview}
+		}
+		if a.WebhookSecretEnv != "" {
+			secret := os.Getenv(a.WebhookSecretEnv)
+			if len(secret) < 16 {
+				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", a.WebhookSecretEnv, len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
+			}
+			s.gate.Webhook.Secret = []byte(secret)
+		}
+		if ad := a.Admin; ad != nil {
+			if _, _, err := net.SplitHostPort(ad.Address); err != nil {
+				bad("approvals.admin.address", fmt.Sprintf("%q is not host:port (%v)", ad.Address, err), `for example "127.0.0.1:8443"`)
+			}
+			s.adminAddress = ad.Address
+			s.gate.PageServed = true
+			s.gate.PageURL = ad.PublicURL
+			if s.gate.PageURL == "" {
+				s.gate.PageURL = "http://" + ad.Address
+			}
+			s.admin.Approvers = map[string]string{}
+			s.admin.ClientTokens = map[string]string{}
+			for hash, p := range s.http.Tokens {
+				s.admin.ClientTokens[hash] = p
+			}
+			names := make([]string, 0, len(ad.Approvers))
+			for n := range ad.Approvers {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				key := "approvals.admin.approvers." + n + ".token_sha256"
+				if len(ad.Approvers[n].TokenSHA256) == 0 {
+					bad(key, "no token: this approver could never sign in", "add the SHA-256 of its token, or remove the approver")
+				}
+				for _, hash := range ad.Approvers[n].TokenSHA256 {
+					if q, dup := s.admin.Approvers[hash]; dup && q != n {
+						bad(key, fmt.Sprintf("token hash %s… is also %s's: a token identifies one approver", hash[:12], q), "give each approver its own token")
+					}
+					if p, dup := s.http.Tokens[hash]; dup {
+						bad(key, fmt.Sprintf("token hash %s… is also the MCP client token of %s: an agent must not be able to approve", hash[:12], p), "give approvers tokens of their own")
+					}
+					s.admin.Approvers[hash] = n
+				}
+			}
+		}
+	}
 	s.cfg.CallTimeout = time.Duration(file.CallTimeoutSeconds) * time.Second
 	s.cfg.ConnectTimeout = time.Duration(file.ConnectTimeoutSeconds) * time.Second
 	s.cfg.Version = compiler.Version
@@ -527,4 +717,37 @@ func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.T
 		}
 		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.address, count(len(principals), "principal"))
 	}
+	if s.gate == nil {
+		fmt.Fprintf(w, "  approvals: no approval gate; ui:// resources stay denied\n")
+		return
+	}
+	var channels []string
+	for _, name := range sortedChannelNames(t) {
+		channels = append(channels, fmt.Sprintf("%s (%s)", name, t.Source().Channels[name].Kind))
+	}
+	line := strings.Join(channels, ", ")
+	if line == "" {
+		line = "no channels in the table"
+	}
+	if s.adminAddress != "" {
+		line += "; admin on " + s.adminAddress
+	}
+	fmt.Fprintf(w, "  approvals: %s\n", line)
+}
+
+// sortedChannelNames lists the channels a table defines, those of the
+// served servers first as the table names them.
+func sortedChannelNames(t *runtime.Table) []string {
+	names := make([]string, 0, len(t.Source().Channels))
+	for name := range t.Source().Channels {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ki, kj := t.Source().Channels[names[i]].Kind, t.Source().Channels[names[j]].Kind
+		if ki != kj {
+			return ki < kj
+		}
+		return names[i] < names[j]
+	})
+	return names
 }

@@ -59,6 +59,12 @@ type Config struct {
 	// Consent grants reads of ui:// resources the table admits. Nil means
 	// none: every ui:// resource stays denied (fail closed).
 	Consent ConsentGate
+	// Check, when set, is asked about every table before it serves, at
+	// boot and on every reload, after the gateway's own checks: an error
+	// (wrapped in ErrCannotEnforce) refuses the table. The command uses it
+	// to check that every approval and consent channel the table names
+	// reaches someone through the approval gate.
+	Check func(t *runtime.Table) error
 	// Log receives every decision. Required.
 	Log DecisionLog
 	// Logger receives operational messages: upstream restarts, reloads.
@@ -112,6 +118,9 @@ type Upstream struct {
 // five times the live heap (megabytes) and tools/call latency through the
 // gateway drops by a third (docs/gateway.md, "Performance").
 const GCPercent = 400
+
+// ErrCannotEnforce is the refusal of a table Config.Check rejects.
+var ErrCannotEnforce = errors.New("the table cannot be enforced as configured")
 
 // ErrApprovalsWithoutGate is the refusal of a table that can hold tool
 // calls for approval when no ApprovalGate is configured.
@@ -209,7 +218,7 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
-	if err := g.checkApprovals(t); err != nil {
+	if err := g.enforceable(t); err != nil {
 		return nil, nil, err
 	}
 	return g, t, nil
@@ -271,6 +280,19 @@ func (g *Gateway) upstreamNames() []string {
 		names[i] = u.Name
 	}
 	return names
+}
+
+// enforceable reports why t cannot be served as configured, or nil.
+func (g *Gateway) enforceable(t *runtime.Table) error {
+	if err := g.checkApprovals(t); err != nil {
+		return err
+	}
+	if g.cfg.Check != nil {
+		if err := g.cfg.Check(t); err != nil {
+			return fmt.Errorf("%w: table serial %d: %w", ErrCannotEnforce, t.Serial(), err)
+		}
+	}
+	return nil
 }
 
 // checkApprovals refuses a table that can hold a call to a configured
@@ -347,7 +369,7 @@ func (g *Gateway) Reload() error {
 		case t.Serial() == cur.Serial() && t.Digest() != cur.Digest():
 			err = fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
 		default:
-			err = g.checkApprovals(t)
+			err = g.enforceable(t)
 		}
 	}
 	if err != nil {

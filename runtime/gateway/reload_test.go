@@ -388,3 +388,27 @@ func TestApprovalProgressAndClient(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigCheck(t *testing.T) {
+	var current atomic.Pointer[runtime.Table]
+	current.Store(loadTable(t, testPolicy, 1))
+	calls := 0
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = func() (*runtime.Table, error) { return current.Load(), nil }
+		c.Check = func(tb *runtime.Table) error {
+			calls++
+			if tb.Serial() == 2 {
+				return errors.New("channel \"oncall\" reaches no one")
+			}
+			return nil
+		}
+	})
+	current.Store(loadTable(t, denyEcho, 2))
+	err := tg.Reload()
+	if !errors.Is(err, ErrCannotEnforce) || !strings.Contains(err.Error(), `table serial 2: channel "oncall" reaches no one`) {
+		t.Errorf("Reload: %v", err)
+	}
+	if tg.Table().Serial() != 1 || calls != 2 {
+		t.Errorf("serving serial %d after %d checks", tg.Table().Serial(), calls)
+	}
+}

@@ -54,8 +54,10 @@ configuration's table, trust and state_dir.
 
 The gateway starts only with a table signed by a trusted key, not expired and
 not older than the last one it accepted; otherwise it says why and exits
-with the code 'policyc verify' uses (10-16). It also refuses a table that
-holds tool calls for approval, since this build has no approval gate.
+with the code 'policyc verify' uses (10-16). It also refuses a table it
+cannot enforce as configured: tool calls held for approval need the
+approval gate (the approvals block, docs/approvals.md), and every approval
+and consent channel of a served server must reach someone through it.
 
 Clients see tools and prompts as <upstream>__<name>; listings hold only what
 the table allows for the principal, and a denied item is answered exactly as

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -130,5 +132,41 @@ func TestHTTPFrontConfig(t *testing.T) {
 		if _, err := tg.HTTPHandler(HTTPOptions{Tokens: tc.tokens}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.tokens, err, tc.want)
 		}
+	}
+}
+
+// An upstream reached over streamable HTTP, with the configured header.
+func TestHTTPUpstream(t *testing.T) {
+	up := newMemUpstream("github")
+	var sawAuth atomic.Value
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		sawAuth.Store(r.Header.Get("Authorization"))
+		return up.Server
+	}, nil)
+	srv := httptest.NewServer(h)
+	tg := startGateway(t, func(c *Config) {
+		c.Upstreams[0] = Upstream{Name: "github", URL: srv.URL, Header: http.Header{"Authorization": {"Bearer upstream-secret"}}}
+	})
+	eventually(t, 10*time.Second, "github over HTTP to connect", func() bool { ok, _ := tg.Upstream("github"); return ok })
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	if names := toolNames(t, cs); !slices.Contains(names, "github__echo") || slices.Contains(names, "github__delete_repo") {
+		t.Errorf("tools over an HTTP upstream: %v", names)
+	}
+	if msg, isErr := callText(t, cs, "github__echo"); isErr || !strings.HasPrefix(msg, "github echo") {
+		t.Errorf("github__echo over HTTP: %q", msg)
+	}
+	if got, _ := sawAuth.Load().(string); got != "Bearer upstream-secret" {
+		t.Errorf("the upstream saw Authorization %q", got)
+	}
+	// The upstream goes away: its calls fail clearly, the other upstream
+	// keeps serving.
+	srv.CloseClientConnections()
+	srv.Close()
+	msg, isErr := callText(t, cs, "github__echo")
+	if !isErr || !strings.Contains(msg, `upstream "github"`) {
+		t.Errorf("github__echo with the upstream gone: %q (isError %v)", msg, isErr)
+	}
+	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
+		t.Errorf("linear__echo: %q", msg)
 	}
 }

@@ -77,6 +77,22 @@ func absent(method, name string) error {
 	return mcp.ResourceNotFoundError(name)
 }
 
+// upstreamAnswer returns the JSON-RPC error an upstream answered a call
+// with. Errors the SDK makes up locally for a transport that failed (codes
+// -32001, -32003, -32004, -32005) are not answers: they are reported as the
+// upstream's failure.
+func upstreamAnswer(err error) (*jsonrpc.Error, bool) {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return nil, false
+	}
+	switch we.Code {
+	case -32001, -32003, -32004, -32005:
+		return nil, false
+	}
+	return we, true
+}
+
 // codeLegacyResourceNotFound is the "resource not found" code of servers
 // written before the specification settled on invalid params.
 const codeLegacyResourceNotFound = -32002
@@ -260,8 +276,7 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	defer cancel()
 	res, err := a.st.session.CallTool(cctx, &mcp.CallToolParams{Name: a.tool, Arguments: args, Meta: meta})
 	if err != nil {
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
+		if we, ok := upstreamAnswer(err); ok {
 			return nil, we // the upstream's own answer about an allowed tool
 		}
 		return toolError(a.u.callError(cctx, a.st, methodCallTool, err).Error()), nil
@@ -490,8 +505,7 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	defer cancel()
 	res, err := st.session.GetPrompt(cctx, &mcp.GetPromptParams{Name: prompt, Arguments: r.Params.Arguments, Meta: meta})
 	if err != nil {
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
+		if we, ok := upstreamAnswer(err); ok {
 			return nil, we
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.callError(cctx, st, methodGetPrompt, err).Error()}
@@ -629,8 +643,7 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	defer cancel()
 	res, err := st.session.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri, Meta: meta})
 	if err != nil {
-		var we *jsonrpc.Error
-		if errors.As(err, &we) {
+		if we, ok := upstreamAnswer(err); ok {
 			if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeLegacyResourceNotFound {
 				// The uri is the only parameter: the upstream has no such
 				// resource. Say so in the gateway's own words, the same as

@@ -116,18 +116,20 @@ func (d *decisions) Log(*gateway.Record) error {
 
 // stack is a gateway in front of a counting upstream, with a gate.
 type stack struct {
-	gw   *gateway.Gateway
-	gate *Gate
-	up   *upstream
-	log  *decisions
+	gw    *gateway.Gateway
+	gate  *Gate
+	up    *upstream
+	log   *decisions
+	table atomic.Pointer[runtime.Table]
 }
 
 func newStack(t testing.TB, gate *Gate, policy string) *stack {
 	t.Helper()
 	s := &stack{gate: gate, up: newUpstream(), log: &decisions{}}
+	s.table.Store(compileTable(t, policy, 1))
 	cfg := gateway.Config{
 		Upstreams:   []gateway.Upstream{{Name: "github", Dial: s.up.dial}},
-		Tables:      func() (*runtime.Table, error) { return compileTable(t, policy, 1), nil },
+		Tables:      func() (*runtime.Table, error) { return s.table.Load(), nil },
 		Log:         s.log,
 		CallTimeout: 10 * time.Second,
 	}
@@ -148,11 +150,16 @@ func newStack(t testing.TB, gate *Gate, policy string) *stack {
 
 func (s *stack) client(t testing.TB, principal string) *mcp.ClientSession {
 	t.Helper()
+	return s.clientWith(t, principal, nil)
+}
+
+func (s *stack) clientWith(t testing.TB, principal string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := s.gw.Connect(context.Background(), principal, st); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "2.1"}, nil).Connect(context.Background(), ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "2.1"}, opts).Connect(context.Background(), ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,5 +335,77 @@ func TestGatewayConsent(t *testing.T) {
 	}
 	if len(gate.List(Filter{})) != before {
 		t.Fatal("a resource off the allowlist asked for consent")
+	}
+}
+
+// While a call is held, a client that sent a progress token hears at a
+// steady interval that it waits, with the request id; the approver sees
+// which agent asked (the session id is empty over in-memory transports).
+func TestGatewayProgressAndAgent(t *testing.T) {
+	gate := openGate(t, "", func(c *Config) { pageOnly(c); c.ProgressInterval = 20 * time.Millisecond })
+	s := newStack(t, gate, e2ePolicy)
+	progress := make(chan string, 100)
+	cs := s.clientWith(t, "alice", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		if r.Params.ProgressToken == "tok-1" {
+			select {
+			case progress <- r.Params.Message:
+			default:
+			}
+		}
+	}})
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 9}}
+		p.SetProgressToken("tok-1")
+		res, _ := cs.CallTool(context.Background(), p)
+		done <- res
+	}()
+	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	if r.Client != "e2e-agent 2.1" {
+		t.Fatalf("the request does not say which agent asked: client %q", r.Client)
+	}
+	for i := 0; i < 3; i++ {
+		select {
+		case m := <-progress:
+			if !strings.Contains(m, r.ID) {
+				t.Fatalf("progress message %q does not name the request", m)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d progress notifications, want 3", i)
+		}
+	}
+	mustDecide(t, gate, r.ID, VerdictApprove, ForOnce)
+	if res := <-done; res == nil || res.IsError {
+		t.Fatalf("approved call: %+v", res)
+	}
+}
+
+// A table reloaded while the call is held that now denies the tool stops
+// it, approved or not.
+func TestGatewayRecheck(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 9}})
+		done <- res
+	}()
+	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	s.table.Store(compileTable(t, strings.Replace(e2ePolicy, `approval_list: ["merge_pull_request", "delete_branch"]`, `approval_list: ["delete_branch"]
+			deny_list: ["merge_pull_request"]`, 1), 2))
+	if err := s.gw.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	mustDecide(t, gate, r.ID, VerdictApprove, ForOnce)
+	res := <-done
+	if res == nil || !res.IsError || !strings.Contains(resultText(res), "denies") {
+		t.Fatalf("a call the reloaded table denies: %+v %q", res, resultText(res))
+	}
+	if n := s.up.count("merge_pull_request"); n != 0 {
+		t.Fatalf("upstream ran %d times", n)
+	}
+	if got, _ := gate.Get(r.ID); !strings.HasPrefix(got.Ran, "not run: ") {
+		t.Fatalf("ran %q", got.Ran)
 	}
 }

@@ -19,7 +19,8 @@ func (a approvals) Hold(ctx context.Context, req *gateway.HoldRequest) (gateway.
 	o, err := a.g.HoldCall(ctx, &Call{
 		Principal: req.Principal, Server: req.Server, Tool: req.Tool, Arguments: req.Arguments,
 		Origin: req.Origin, Timeout: req.Timeout, Channel: Channel{Name: req.Channel},
-		TableSerial: req.TableSerial, TableDigest: req.TableDigest,
+		Client: req.Client, Session: req.Session, TableSerial: req.TableSerial, TableDigest: req.TableDigest,
+		Progress: req.Progress, Recheck: req.Recheck,
 	})
 	if err != nil {
 		return gateway.Verdict{}, err

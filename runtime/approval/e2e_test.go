@@ -222,7 +222,7 @@ func TestGatewayHundredCallsOneRun(t *testing.T) {
 			ran++
 		default:
 			refused++
-			if !strings.Contains(resultText(o.res), r.ID) {
+			if !strings.Contains(resultText(o.res), r.ID) || !strings.Contains(resultText(o.res), "identical to another call") {
 				t.Fatalf("a folded call's answer does not name the request: %s", resultText(o.res))
 			}
 		}
@@ -255,7 +255,7 @@ func TestGatewayDenyText(t *testing.T) {
 	if res == nil || !res.IsError {
 		t.Fatalf("denial is not a tool error: %+v", res)
 	}
-	for _, want := range []string{r.ID, "main is protected", "Do not retry"} {
+	for _, want := range []string{r.ID, "carol denied it, saying: main is protected", "Do not retry it, not with other arguments either, and do not try to reach the same effect another way"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("denial text lacks %q: %s", want, text)
 		}
@@ -300,6 +300,9 @@ func TestGatewayConsent(t *testing.T) {
 	// Denied: the read answers as for a resource that does not exist.
 	ch := read(alice, "ui://github/app.html")
 	r := consentFor("alice")
+	if r.Client != "e2e-agent 2.1" || r.TableSerial != 1 {
+		t.Fatalf("consent request: client %q, table serial %d", r.Client, r.TableSerial)
+	}
 	mustDecide(t, gate, r.ID, VerdictDeny, "")
 	err := <-ch
 	_, absentErr := alice.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "ui://github/nothing-here.html"})
@@ -407,5 +410,34 @@ func TestGatewayRecheck(t *testing.T) {
 	}
 	if got, _ := gate.Get(r.ID); !strings.HasPrefix(got.Ran, "not run: ") {
 		t.Fatalf("ran %q", got.Ran)
+	}
+}
+
+// No decision in time: a tool error naming the request and its link, and
+// the request expires.
+func TestGatewayTimeout(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, strings.Replace(e2ePolicy, "approval_timeout_seconds: 30", "approval_timeout_seconds: 1", 1))
+	cs := s.client(t, "alice")
+	start := time.Now()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < time.Second || d > 5*time.Second {
+		t.Fatalf("held for %s, want about 1s", d)
+	}
+	list := gate.List(Filter{})
+	if len(list) != 1 || list[0].Status != Expired {
+		t.Fatalf("requests %+v", list)
+	}
+	text := resultText(res)
+	for _, want := range []string{"no one decided within 1s", "approval request " + list[0].ID, "http://approvals.test/approvals/" + list[0].ID, "not with other arguments either"} {
+		if !res.IsError || !strings.Contains(text, want) {
+			t.Errorf("timeout text lacks %q: %s", want, text)
+		}
+	}
+	if s.up.count("merge_pull_request") != 0 {
+		t.Fatal("a call nobody approved ran")
 	}
 }

@@ -2,7 +2,6 @@ package approval
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/policyc/policyc/runtime/gateway"
 )
@@ -25,28 +24,28 @@ func (a approvals) Hold(ctx context.Context, req *gateway.HoldRequest) (gateway.
 	if err != nil {
 		return gateway.Verdict{}, err
 	}
+	v := gateway.Verdict{RequestID: o.RequestID, URL: o.URL, By: o.By, Reason: o.Reason}
 	switch o.Answer {
 	case AnswerRun:
-		return gateway.Verdict{Approved: true}, nil
+		v.Approved = true
 	case AnswerDenied:
-		why := "request " + o.RequestID + ", denied by " + o.By
-		if o.Reason != "" {
-			why += ": " + o.Reason
-		}
-		return gateway.Verdict{Reason: why}, nil
+		v.Outcome = gateway.OutcomeDenied
 	case AnswerTimedOut:
-		return gateway.Verdict{}, fmt.Errorf("request %s: %s: %w", o.RequestID, o.Reason, context.DeadlineExceeded)
+		v.Outcome = gateway.OutcomeTimedOut
 	case AnswerDuplicate:
-		return gateway.Verdict{Reason: "request " + o.RequestID + " was approved once, and an identical call held for it ran instead of this one"}, nil
+		v.Outcome = gateway.OutcomeDuplicate
+	default:
+		v.Outcome = gateway.OutcomeNotRun
 	}
-	return gateway.Verdict{Reason: "request " + o.RequestID + " was approved but did not run: " + o.Reason}, nil
+	return v, nil
 }
 
 type consents struct{ g *Gate }
 
 func (c consents) Consent(ctx context.Context, req *gateway.ConsentRequest) (bool, error) {
 	ok, _, err := c.g.Consent(ctx, &ConsentCall{
-		Principal: req.Principal, Server: req.Server, URI: req.URI, Channel: Channel{Name: req.Channel}, TableDigest: req.TableDigest,
+		Principal: req.Principal, Server: req.Server, URI: req.URI, Channel: Channel{Name: req.Channel},
+		Client: req.Client, Session: req.Session, TableSerial: req.TableSerial, TableDigest: req.TableDigest,
 	})
 	return ok, err
 }

@@ -69,10 +69,39 @@ type HoldRequest struct {
 // Verdict is the gate's answer.
 type Verdict struct {
 	Approved bool
-	// Reason, when set, is shown to the agent with a denial (never
-	// secrets).
+	// Outcome says why a call that is not approved does not run. The zero
+	// value is a denial by a human.
+	Outcome Outcome
+	// RequestID names the approval request the call was held for; the
+	// agent is told it, to quote to its user. URL links to the request for
+	// an approver. Either may be empty.
+	RequestID, URL string
+	// By is who decided, when a human did.
+	By string
+	// Reason, when set, is shown to the agent: the approver's reason for a
+	// denial, or why an approved call could not run (never secrets).
 	Reason string
 }
+
+// Outcome is why a held call that was not approved does not run.
+type Outcome uint8
+
+// Outcomes.
+const (
+	// OutcomeDenied: a human denied the call.
+	OutcomeDenied Outcome = iota
+	// OutcomeTimedOut: no one decided in time (as is an error wrapping
+	// context.DeadlineExceeded).
+	OutcomeTimedOut
+	// OutcomeDuplicate: the call was identical to others held for the same
+	// request, which was approved once; the approval went to one of them,
+	// which ran, and not to this one.
+	OutcomeDuplicate
+	// OutcomeNotRun: approved, but the approval could not be used (the
+	// serving table no longer holds or allows the call, the approval was
+	// revoked or lapsed, its use could not be recorded).
+	OutcomeNotRun
+)
 
 // ConsentGate grants reads of ui:// resources (MCP Apps, SEP-1865) that the
 // table admits: allowlisted for the server, with a consent channel that
@@ -89,6 +118,9 @@ type ConsentRequest struct {
 	// Channel is the table's consent channel for the server.
 	Channel     string
 	TableDigest string
+	TableSerial uint64
+	// Client and Session say which agent asked, as in HoldRequest.
+	Client, Session string
 }
 
 // maxDepth bounds the nesting CanonicalJSON accepts.

@@ -50,9 +50,13 @@ type Record struct {
 	Name     string
 	Op       Op
 	Decision runtime.Decision
-	// Verdict is set for OpApproval: "approved", "denied", "timeout" or
-	// "error".
+	// Verdict is set for OpApproval: "approved", "denied", "timeout",
+	// "duplicate" (folded into an approval once another call used),
+	// "not_run" (approved, but the approval could not be used) or "error".
 	Verdict string
+	// Request is the approval request's id, for OpApproval, when the gate
+	// named one.
+	Request string
 	// TableDigest and TableSerial identify the table that decided.
 	TableDigest string
 	TableSerial uint64
@@ -74,9 +78,10 @@ type DecisionLog interface {
 //	 "kind":"tool","name":"create_issue","op":"call","decision":"allow","reason":"rule",
 //	 "scope":"server","origin":"github.cue:5","table_digest":"sha256:…","table_serial":42}
 //
-// "verdict" is added for approval records; "scope" and "origin" are empty
-// when no rule or default decided (an unknown server, a ui:// resource off
-// the allowlist).
+// "verdict" (and "request", the approval request's id, when the gate named
+// one) is added for approval records; "scope" and "origin" are empty when
+// no rule or default decided (an unknown server, a ui:// resource off the
+// allowlist).
 type JSONLog struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -120,6 +125,10 @@ func AppendRecord(b []byte, r *Record) []byte {
 	if r.Verdict != "" {
 		b = append(b, `,"verdict":`...)
 		b = appendString(b, r.Verdict)
+	}
+	if r.Request != "" {
+		b = append(b, `,"request":`...)
+		b = appendString(b, r.Request)
 	}
 	b = append(b, `,"table_digest":`...)
 	b = appendString(b, r.TableDigest)

@@ -23,8 +23,8 @@ func TestAppendRecord(t *testing.T) {
 	if got := string(AppendRecord(nil, r)); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
-	r.Op, r.Verdict = OpApproval, "timeout"
-	if got := string(AppendRecord(nil, r)); !strings.Contains(got, `"op":"approval","decision":"allow"`) || !strings.Contains(got, `"verdict":"timeout"`) {
+	r.Op, r.Verdict, r.Request = OpApproval, "timeout", "apr-k3jq7v2mhxw4tq5a"
+	if got := string(AppendRecord(nil, r)); !strings.Contains(got, `"op":"approval","decision":"allow"`) || !strings.Contains(got, `"verdict":"timeout","request":"apr-k3jq7v2mhxw4tq5a"`) {
 		t.Errorf("approval record: %s", got)
 	}
 }

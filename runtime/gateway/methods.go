@@ -368,9 +368,17 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
 		case err == nil && v.Approved:
-			if err = recheck(); err == nil {
+			if rerr := recheck(); rerr != nil {
+				verdict, v.Reason = "not_run", rerr.Error()
+			} else {
 				verdict = "approved"
 			}
+		case err == nil && v.Outcome == OutcomeTimedOut:
+			verdict = "timeout"
+		case err == nil && v.Outcome == OutcomeDuplicate:
+			verdict = "duplicate"
+		case err == nil && v.Outcome == OutcomeNotRun:
+			verdict = "not_run"
 		case err == nil:
 			verdict = "denied"
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
@@ -379,23 +387,56 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		cancel()
 	}
 	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: runtime.Tool, Name: a.tool, Op: OpApproval,
-		Decision: d, Verdict: verdict, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
+		Decision: d, Verdict: verdict, Request: v.RequestID, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
 		g.logger.Error("decision log write failed", "error", lerr.Error())
 		return nil, nil, errLogFailed
 	}
-	switch verdict {
-	case "approved":
+	if verdict == "approved" {
 		return canon, nil, nil
+	}
+	return nil, toolError(heldText(name, verdict, timeout, v, err)), nil
+}
+
+// dontRouteAround ends every answer to a held call that did not run: the
+// agent must not treat a human's "no" as an obstacle to work around.
+const dontRouteAround = "Do not retry it, not with other arguments either, and do not try to reach the same effect another way"
+
+// heldText is what the agent is told about a held call that did not run.
+func heldText(name, verdict string, timeout time.Duration, v Verdict, err error) string {
+	req := ""
+	if v.RequestID != "" {
+		req = " (approval request " + v.RequestID + ")"
+	}
+	switch verdict {
 	case "denied":
+		who := "a human"
+		if v.By != "" {
+			who = v.By
+		}
 		why := ""
 		if v.Reason != "" {
-			why = " (" + v.Reason + ")"
+			why = ", saying: " + v.Reason
 		}
-		return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval and was declined%s, so it did not run. Do not retry it, and do not try to reach the same result another way; tell the user it was declined.", name, why)), nil
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and %s denied it%s. It did not run. %s; tell the user it was denied.", name, req, who, why, dontRouteAround)
 	case "timeout":
-		return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval and no one decided within %s, so it did not run. Do not retry it or route around it; ask the user to approve it first.", name, timeout)), nil
+		ask := "ask the user to have it approved"
+		if v.RequestID != "" {
+			ask = "tell the user that approval request " + v.RequestID + " was not decided in time"
+			if v.URL != "" {
+				ask += " (" + v.URL + ")"
+			}
+		}
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and no one decided within %s, so it did not run. %s; %s.", name, req, timeout, dontRouteAround, ask)
+	case "duplicate":
+		return fmt.Sprintf("policyc gateway: the call to %s was identical to another call held for the same approval%s, which was approved once: that call ran, and this one did not. Do not retry it: the approved call has run once already.", name, req)
+	case "not_run":
+		why := ""
+		if v.Reason != "" {
+			why = ": " + v.Reason
+		}
+		return fmt.Sprintf("policyc gateway: the call to %s was approved%s but did not run%s. %s; tell the user.", name, req, why, dontRouteAround)
 	}
-	return nil, toolError(fmt.Sprintf("policyc gateway: the call to %s needs a human's approval, which could not be obtained (%v), so it did not run. Do not retry it or route around it; tell the user.", name, err)), nil
+	return fmt.Sprintf("policyc gateway: the call to %s needs a human's approval, which could not be obtained (%v), so it did not run. %s; tell the user.", name, err, dontRouteAround)
 }
 
 // reservedMeta is the _meta namespace the protocol reserves: per-session
@@ -629,7 +670,14 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 		if g.cfg.Consent == nil {
 			return nil, absent(methodReadResource, uri)
 		}
-		ok, err := g.cfg.Consent.Consent(ctx, &ConsentRequest{Principal: principal, Server: u.name, URI: uri, Channel: d.ConsentChannel, TableDigest: t.Digest()})
+		creq := &ConsentRequest{Principal: principal, Server: u.name, URI: uri, Channel: d.ConsentChannel, TableDigest: t.Digest(), TableSerial: t.Serial()}
+		if r.Session != nil {
+			creq.Session = r.Session.ID()
+		}
+		if ci := r.ClientInfo(); ci != nil {
+			creq.Client = strings.TrimSpace(ci.Name + " " + ci.Version)
+		}
+		ok, err := g.cfg.Consent.Consent(ctx, creq)
 		if err != nil || !ok {
 			return nil, absent(methodReadResource, uri)
 		}

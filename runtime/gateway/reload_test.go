@@ -235,8 +235,12 @@ func TestApprovalHold(t *testing.T) {
 		verdict string
 	}{
 		{"approved", &gate{verdict: Verdict{Approved: true}}, "", "approved"},
-		{"declined", &gate{verdict: Verdict{Reason: "not on a Friday"}}, "was declined (not on a Friday)", "denied"},
+		{"declined", &gate{verdict: Verdict{Reason: "not on a Friday"}}, "a human denied it, saying: not on a Friday. It did not run.", "denied"},
+		{"denied with a request", &gate{verdict: Verdict{RequestID: "apr-1", By: "carol", Reason: "no"}}, "(approval request apr-1) and carol denied it, saying: no.", "denied"},
 		{"timeout", &gate{wait: true}, "no one decided within 1s", "timeout"},
+		{"timed out by the gate", &gate{verdict: Verdict{Outcome: OutcomeTimedOut, RequestID: "apr-2", URL: "http://admin/approvals/apr-2"}}, "approval request apr-2 was not decided in time (http://admin/approvals/apr-2)", "timeout"},
+		{"duplicate", &gate{verdict: Verdict{Outcome: OutcomeDuplicate, RequestID: "apr-3"}}, "identical to another call held for the same approval (approval request apr-3), which was approved once", "duplicate"},
+		{"not run", &gate{verdict: Verdict{Outcome: OutcomeNotRun, RequestID: "apr-4", Reason: "the approval was revoked"}}, "was approved (approval request apr-4) but did not run: the approval was revoked.", "not_run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := startGateway(t, func(c *Config) {
@@ -255,8 +259,10 @@ func TestApprovalHold(t *testing.T) {
 				if res.IsError || text(res) != "github merge_pull_request done" {
 					t.Errorf("approved call: %q", text(res))
 				}
-			} else if !res.IsError || !strings.Contains(text(res), tc.wantErr) || !strings.Contains(text(res), "Do not retry") {
+			} else if !res.IsError || !strings.Contains(text(res), tc.wantErr) || !strings.Contains(text(res), "Do not retry it") {
 				t.Errorf("got %q (isError %v), want an isError result saying %q", text(res), res.IsError, tc.wantErr)
+			} else if tc.verdict != "duplicate" && !strings.Contains(text(res), "not with other arguments either, and do not try to reach the same effect another way") {
+				t.Errorf("%q does not tell the agent not to route around the refusal", text(res))
 			}
 			if len(tc.gate.held) != 1 {
 				t.Fatalf("held %d calls, want 1", len(tc.gate.held))

@@ -189,9 +189,24 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	s.cfg.Tables = tableLoader(s.table, s.trust, s.stateDir)
 	var serving atomic.Pointer[gateway.Gateway]
 	var gate *approval.Gate
+	var adminLn net.Listener
 	if s.gate != nil {
 		cfg := *s.gate
 		cfg.StateDir, cfg.Logger = s.stateDir, logger
+		if s.adminAddress != "" && !o.check {
+			// Listen before the gate opens, so that links to requests
+			// name the address the listener really has (a port of 0 is
+			// chosen by the system).
+			ln, err := net.Listen("tcp", s.adminAddress)
+			if err != nil {
+				return failuref("approvals.admin.address: %v", err)
+			}
+			defer ln.Close()
+			adminLn = ln
+			if cfg.PageURL == "" {
+				cfg.PageURL = "http://" + ln.Addr().String()
+			}
+		}
 		if o.check {
 			// A check must not take the running gateway's lock on the
 			// state directory: the gate only answers CheckChannel here.
@@ -246,25 +261,30 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if gate != nil {
+		// Stopping ends the calls still held: their requests expire
+		// ("the gateway stopped") and the calls are answered, so the
+		// fronts need not wait out the approval timeout.
+		go func() {
+			<-ctx.Done()
+			gate.Close()
+		}()
+	}
 	g, err := gateway.New(ctx, s.cfg)
 	if err != nil {
 		return gatewayRefusal(err)
 	}
 	defer g.Close()
 	serving.Store(g)
-	if gate != nil && s.adminAddress != "" {
+	if adminLn != nil {
 		h, err := gate.AdminHandler(s.admin)
 		if err != nil {
 			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))
 		}
-		ln, err := net.Listen("tcp", s.adminAddress)
-		if err != nil {
-			return failuref("approvals.admin.address: %v", err)
-		}
 		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		go admin.Serve(ln)
+		go admin.Serve(adminLn)
 		defer admin.Close()
-		logger.Info("serving the approvals page and admin API", "address", ln.Addr().String())
+		logger.Info("serving the approvals page and admin API", "address", adminLn.Addr().String())
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -591,10 +611,9 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			}
 			s.adminAddress = ad.Address
 			s.gate.PageServed = true
+			// Without public_url, links name the listener's address once
+			// it listens.
 			s.gate.PageURL = ad.PublicURL
-			if s.gate.PageURL == "" {
-				s.gate.PageURL = "http://" + ad.Address
-			}
 			s.admin.Approvers = map[string]string{}
 			s.admin.ClientTokens = map[string]string{}
 			for hash, p := range s.http.Tokens {

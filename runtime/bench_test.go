@@ -30,16 +30,29 @@ func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen
 
 // BenchmarkDecide measures one decision on generated policies: 50 servers ×
 // 35 tool rules (1,750) and 200 × 50 (10,000), about 60% globs, deny,
-// approval and allow mixed. Requests cycle over servers and names, hits and
-// misses alike.
+// approval and allow mixed. Requests cycle over every server and name, hits
+// and misses alike, so each decision walks another server's automaton: the
+// cache-cold case. The one-server variants ask one server only, as a
+// gateway in front of a few busy servers mostly does.
 func BenchmarkDecide(b *testing.B) {
-	for _, size := range []struct{ servers, rules int }{{50, 35}, {200, 50}} {
-		b.Run(fmt.Sprintf("rules=%d", size.servers*size.rules), func(b *testing.B) {
+	for _, size := range []struct {
+		servers, rules int
+		spread         bool
+	}{{50, 35, true}, {200, 50, true}, {50, 35, false}, {200, 50, false}} {
+		name := fmt.Sprintf("rules=%d", size.servers*size.rules)
+		if !size.spread {
+			name += "/one-server"
+		}
+		b.Run(name, func(b *testing.B) {
 			rt, gen := loadGenerated(b, size.servers, size.rules)
 			type req struct{ server, name string }
 			reqs := make([]req, 0, 4096)
 			for i := 0; len(reqs) < cap(reqs); i++ {
-				reqs = append(reqs, req{gen.Servers[i%len(gen.Servers)], gen.Names[(i*7)%len(gen.Names)]})
+				server := gen.Servers[0]
+				if size.spread {
+					server = gen.Servers[i%len(gen.Servers)]
+				}
+				reqs = append(reqs, req{server, gen.Names[(i*7)%len(gen.Names)]})
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

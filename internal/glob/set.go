@@ -48,7 +48,7 @@ type Set struct {
 // dfa is the compiled automaton of a Set's globs.
 type dfa struct {
 	alphabet
-	ascii [utf8.RuneSelf]int32 // cell of each ASCII rune
+	ascii [utf8.RuneSelf]uint16 // cell of each ASCII rune
 	// The DFA has one row of width = cells+1 values per state: a
 	// transition per cell, then the lowest index of a pattern accepting in
 	// that state, or -1. A transition is a state number, or when negative
@@ -123,8 +123,11 @@ func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
 	a := newAutomaton(globs)
 	s.alphabet = a.alphabet
 	s.cells = len(a.adv)
+	if s.cells > math.MaxUint16 {
+		return nil // more cells than the ASCII table can name: match pattern by pattern
+	}
 	for b := range s.ascii {
-		s.ascii[b] = int32(s.cell(rune(b)))
+		s.ascii[b] = uint16(s.cell(rune(b)))
 	}
 
 	// Subset construction, breadth-first. State 0 is the empty set.

@@ -385,7 +385,7 @@ approvals: {
 	}
 	inW.Close()
 	if code, out, errOut := runPolicyc("approvals", "deny", second.ID, "--reason", "one merge a day"); code != 0 || !strings.Contains(out, "denied by carol (one merge a day)") {
-		t.Fatalf("deny: %d %s%s", code, out, errOut)
+		t.Fatalf("deny: %d %s%s\n%s", code, out, errOut, stderr.String())
 	}
 	select {
 	case m := <-responses:

@@ -283,7 +283,13 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		}
 		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		go admin.Serve(adminLn)
-		defer admin.Close()
+		defer func() {
+			// A decision being answered as the gateway stops is still
+			// answered: it has been taken.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			admin.Shutdown(sctx)
+		}()
 		logger.Info("serving the approvals page and admin API", "address", adminLn.Addr().String())
 	}
 	hup := make(chan os.Signal, 1)

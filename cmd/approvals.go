@@ -137,8 +137,8 @@ func newApprovalsShowCmd(o *approvalsOptions) *cobra.Command {
 		Use:   "show REQUEST_ID [--json]",
 		Short: "Show one approval request: who asks, which tool, the preview, the decision",
 		Long: `Show one approval request: who asks and from which agent, the tool, the rule
-that asked, the preview of the arguments (never the arguments), the
-fingerprint the approval is bound to, and the decision once there is one.
+that asked, the preview of the arguments (never the arguments), and the
+decision once there is one.
 
 Examples:
   policyc approvals show apr-k3jq7v2mhxw4tq5a
@@ -429,7 +429,6 @@ func writeRequest(w io.Writer, v approval.RequestView) {
 	if d := v.Decision; d != nil {
 		line("decided", stamp(d.At)+" from "+d.From)
 	}
-	line("arguments", v.Fingerprint)
 	switch {
 	case v.Kind == approval.KindConsent:
 	case v.PreviewOff:

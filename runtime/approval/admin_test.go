@@ -84,7 +84,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("list entry %+v", v)
 	}
 	var show RequestView
-	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests/"+r.ID, "", &show); st != 200 || show.Fingerprint != r.Fingerprint {
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests/"+r.ID, "", &show); st != 200 || show.ID != r.ID || show.Preview == nil {
 		t.Fatalf("show: %d %+v", st, show)
 	}
 

@@ -2,9 +2,9 @@
 // decision table puts on approval until a human decides, bound to the
 // exact arguments, and asks for consent to ui:// resources (SEP-1865).
 //
-// A held call waits in place. Its request carries a fingerprint of the
-// canonical arguments and a safe Preview of them (the arguments themselves
-// are never stored), reaches a human through the server's channel (a
+// A held call waits in place. Its request is bound to a fingerprint of the
+// canonical arguments (kept in memory only) and shows a safe Preview of
+// them (the arguments themselves are never stored), reaches a human through the server's channel (a
 // webhook, or the approvals page of the admin listener) and ends exactly
 // once: approved, denied or expired. Identical pending requests (same
 // principal, server, tool and fingerprint) fold into one, so a retry loop
@@ -1125,7 +1125,7 @@ func (g *Gate) Waiting(id string) int {
 // event is the audit record of something that happened to r.
 func (r *Request) event(at time.Time, what string, by Approver, detail string) *Event {
 	ev := &Event{Time: at, Event: what, ID: r.ID, Kind: r.Kind, Principal: r.Principal, Server: r.Server, Tool: r.Tool, URI: r.URI,
-		Fingerprint: r.Fingerprint, By: by.Name, From: by.From, Detail: detail}
+		By: by.Name, From: by.From, Detail: detail}
 	if d := r.Decision; d != nil && (what == "approved" || what == "revoked") {
 		ev.For, ev.Until = d.For, d.Until
 	}

@@ -391,8 +391,16 @@ func TestArgumentsNeverStored(t *testing.T) {
 		}
 	}
 	for _, name := range []string{StateFile, AuditFile} {
-		if s := readFile(t, dir, name); strings.Contains(s, "SECRET") || strings.Contains(s, "hunter2") {
+		s := readFile(t, dir, name)
+		if strings.Contains(s, "SECRET") || strings.Contains(s, "hunter2") {
 			t.Errorf("%s holds argument values:\n%s", name, s)
+		}
+		// Not even their fingerprints, which could be reversed by
+		// guessing small arguments.
+		for _, fp := range []string{r.Fingerprint, rv.Fingerprint} {
+			if fp == "" || strings.Contains(s, strings.TrimPrefix(fp, "sha256:")) {
+				t.Errorf("%s holds the fingerprint %q", name, fp)
+			}
 		}
 	}
 }

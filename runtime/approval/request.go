@@ -32,8 +32,7 @@ const (
 )
 
 // Request is one approval request, as the store keeps it and the admin API
-// shows it. It never holds a call's arguments: only their fingerprint and
-// a Preview.
+// shows it. It never holds a call's arguments, only a Preview of them.
 type Request struct {
 	ID     string `json:"id"`
 	Kind   Kind   `json:"kind"`
@@ -45,8 +44,12 @@ type Request struct {
 	Tool      string `json:"tool,omitempty"`
 	URI       string `json:"uri,omitempty"`
 	// Fingerprint is "sha256:" and the hex SHA-256 of the canonical
-	// arguments: what an approval once is bound to.
-	Fingerprint string `json:"fingerprint,omitempty"`
+	// arguments: what an approval once is bound to, and what identical
+	// calls fold by. It lives in memory only: it is never stored, logged or
+	// shown, because the fingerprint of small arguments can be reversed by
+	// guessing, which would reveal what the preview leaves out (or all of
+	// the arguments, with previews off).
+	Fingerprint string `json:"-"`
 	// Preview is nil when previews are off for the server (PreviewOff).
 	Preview    *Preview `json:"preview,omitempty"`
 	PreviewOff bool     `json:"preview_off,omitempty"`

@@ -32,7 +32,7 @@ const (
 )
 
 // Event is one line of the audit log: who did what to which request, when
-// and from where. It never holds arguments or previews.
+// and from where. It never holds arguments, previews or fingerprints.
 type Event struct {
 	Time time.Time `json:"time"`
 	// Event is requested, notified, notify_failed, approved, denied,
@@ -44,7 +44,6 @@ type Event struct {
 	Server      string `json:"server"`
 	Tool        string `json:"tool,omitempty"`
 	URI         string `json:"uri,omitempty"`
-	Fingerprint string `json:"fingerprint,omitempty"`
 	// By and From are the approver and where the decision came from, for
 	// decisions and revocations.
 	By   string `json:"by,omitempty"`

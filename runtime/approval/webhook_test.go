@@ -25,6 +25,7 @@ type receiver struct {
 	mu       sync.Mutex
 	attempts int
 	accepted []WebhookEvent
+	bodies   []string
 	refused  []error
 	headers  []http.Header
 }
@@ -50,6 +51,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc.accepted = append(rc.accepted, ev)
+	rc.bodies = append(rc.bodies, string(body))
 }
 
 func webhookGate(t *testing.T, secret []byte) (*Gate, Channel, *receiver) {
@@ -94,6 +96,7 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatalf("accepted %d, refused %v", len(rc.accepted), rc.refused)
 	}
 	ev := rc.accepted[0]
+	raw := rc.bodies[0]
 	h := rc.headers[2]
 	rc.mu.Unlock()
 	if ev.Event != "approval.requested" || ev.Request.ID != r.ID || ev.URL != "http://approvals.test/approvals/"+r.ID || ev.Request.Preview == nil {
@@ -101,6 +104,9 @@ func TestWebhookDelivery(t *testing.T) {
 	}
 	if h.Get(DeliveryHeader) != r.ID+".3" || h.Get(EventHeader) != "approval.requested" {
 		t.Fatalf("headers %v", h)
+	}
+	if strings.Contains(raw, "fingerprint") || strings.Contains(raw, "sha256:") || ev.Request.Preview == nil {
+		t.Fatalf("the delivery carries a fingerprint, or no preview: %s", raw)
 	}
 	b, _ := json.Marshal(ev)
 	if strings.Contains(string(b), strings.Repeat("x", 81)) {

@@ -37,13 +37,13 @@ type Event struct {
 	Time time.Time `json:"time"`
 	// Event is requested, notified, notify_failed, approved, denied,
 	// expired, ran, not_run, revoked.
-	Event       string `json:"event"`
-	ID          string `json:"id"`
-	Kind        Kind   `json:"kind"`
-	Principal   string `json:"principal"`
-	Server      string `json:"server"`
-	Tool        string `json:"tool,omitempty"`
-	URI         string `json:"uri,omitempty"`
+	Event     string `json:"event"`
+	ID        string `json:"id"`
+	Kind      Kind   `json:"kind"`
+	Principal string `json:"principal"`
+	Server    string `json:"server"`
+	Tool      string `json:"tool,omitempty"`
+	URI       string `json:"uri,omitempty"`
 	// By and From are the approver and where the decision came from, for
 	// decisions and revocations.
 	By   string `json:"by,omitempty"`

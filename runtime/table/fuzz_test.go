@@ -66,6 +66,8 @@ func TestDecodeRefuses(t *testing.T) {
 	cases := map[string][]byte{
 		"unknown format": bytes.Replace(good, []byte(`"policyc.table/v1"`), []byte(`"policyc.table/v9"`), 1),
 		"not canonical":  append([]byte(" "), good...),
+		"trailing data":  append(append([]byte(nil), good...), []byte("{}")...),
+		"duplicate key":  bytes.Replace(good, []byte(`"serial": 0,`), []byte(`"serial": 0, "serial": 0,`), 1),
 		"digest":         bytes.Replace(good, []byte(`"pattern": "x"`), []byte(`"pattern": "y"`), 1),
 		"unknown field":  bytes.Replace(good, []byte(`"serial": 0,`), []byte(`"serial": 0, "extra": 1,`), 1),
 		"bad effect":     bytes.Replace(good, []byte(`"effect": "allow"`), []byte(`"effect": "maybe"`), 1),

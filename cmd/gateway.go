@@ -57,15 +57,17 @@ not older than the last one it accepted; otherwise it says why and exits
 with the code 'policyc verify' uses (10-16). It also refuses a table it
 cannot enforce as configured: tool calls held for approval need the
 approval gate (the approvals block, docs/approvals.md), and every approval
-and consent channel of a served server must reach someone through it.
+and consent channel of a served server must reach someone through it. The
+gate's admin listener serves the approvals page and the admin API that
+'policyc approvals' uses, with approver tokens of its own.
 
 Clients see tools and prompts as <upstream>__<name>; listings hold only what
 the table allows for the principal, and a denied item is answered exactly as
 a missing one. Every decision is written as one JSON line to the decision
 log (standard error by default). SIGHUP reloads the table: a table that
 fails verification, or is older than the serving one, is refused and the
-serving table stays. SIGINT or SIGTERM stop the gateway. docs/gateway.md
-has the details.
+serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
+for approval then end as expired. docs/gateway.md has the details.
 
 With --check, the configuration and the table are checked and a summary is
 printed; nothing is started.

@@ -2,6 +2,9 @@ package approval
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -439,5 +442,57 @@ func TestGatewayTimeout(t *testing.T) {
 	}
 	if s.up.count("merge_pull_request") != 0 {
 		t.Fatal("a call nobody approved ran")
+	}
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// An approver token opens nothing on the MCP front, and an MCP token
+// nothing on the admin side, with both served over HTTP as in a
+// deployment.
+func TestCrossSideTokens(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	front, err := s.gw.HTTPHandler(gateway.HTTPOptions{Tokens: map[string]string{hashOf(aliceClient): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpSrv := httptest.NewServer(front)
+	defer mcpSrv.Close()
+	adminSrv := adminServer(t, gate)
+
+	connect := func(token string) error {
+		tr := &mcp.StreamableClientTransport{Endpoint: mcpSrv.URL, HTTPClient: &http.Client{Transport: bearerTransport{token, http.DefaultTransport}}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+		if err == nil {
+			cs.Close()
+		}
+		return err
+	}
+	if err := connect(aliceClient); err != nil {
+		t.Fatalf("the MCP token on the MCP front: %v", err)
+	}
+	for _, tok := range []string{carolToken, aliceAdmin} {
+		if err := connect(tok); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
+			t.Errorf("approver token %q on the MCP front: %v, want 401", tok, err)
+		}
+	}
+	var e ErrorBody
+	if st := apiCall(t, adminSrv, aliceClient, "GET", "/api/v1/requests", "", &e); st != 401 || !strings.Contains(e.Error, "MCP client token") {
+		t.Errorf("MCP token on the admin side: %d %q", st, e.Error)
+	}
+	b := newBrowser(t, adminSrv)
+	if st, body, _ := b.do("POST", "/login", url.Values{"token": {aliceClient}}, nil); st != 401 || !strings.Contains(body, "MCP client token") {
+		t.Errorf("MCP token on the approvals page: %d", st)
 	}
 }

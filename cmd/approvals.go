@@ -19,12 +19,6 @@ import (
 	"github.com/policyc/policyc/runtime/approval"
 )
 
-// ExitRefused: policyc approvals was refused by the admin API: an unknown
-// request (404), one already decided or expired (409), a principal's own
-// request (403), a decision the server does not allow (400), or a token
-// the admin side does not accept (401).
-const ExitRefused = 5
-
 func init() { register(newApprovalsCmd) }
 
 // approvalsOptions are the flags every approvals subcommand shares.

@@ -37,8 +37,10 @@ func newCompileCmd() *cobra.Command {
 decision table: canonical JSON, byte-identical for the same sources and
 compiler version.
 
-Every problem is reported, each with file:line:col, a severity and a code
-(docs/rules/<code>.md). On any error nothing is written and the exit code is 1.
+Every error is reported, each with file:line:col and a code
+(docs/rules/<code>.md); on any error nothing is written and the exit code is 1.
+Warnings and infos (rules that can never take effect, holds longer than hosts
+wait, ...) are policyc lint's to report, with the repository's policyc.cue.
 Output files are written atomically: a reader never sees a partial table.
 
 With --rev REV the policy is read from the git object store at REV (a branch,
@@ -482,26 +484,22 @@ func compileDir(dir string, stderr io.Writer) (*compiler.Result, error) {
 	return res, nil
 }
 
-// printDiagnostics prints diagnostics and a summary; it returns errSilent
-// with ExitProblems when any is an error.
+// printDiagnostics prints the errors among diagnostics and a summary; it
+// returns errSilent with ExitProblems when there is any.
 //
-// Infos are left to policyc lint: a compile says what stops it or should be
-// looked at, not every remark.
+// Warnings and infos are policyc lint's to report: lint applies the
+// repository's policyc.cue (levels, ignored files, inline ignores), which a
+// compile does not read, so printing them here would contradict it.
 func printDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic) error {
-	var errs, warns int
+	errs := 0
 	for _, d := range ds {
-		switch d.Severity {
-		case compiler.Info:
-			continue
-		case compiler.Error:
+		if d.Severity == compiler.Error {
 			errs++
-		case compiler.Warning:
-			warns++
+			fmt.Fprintln(w, d.Format(root))
 		}
-		fmt.Fprintln(w, d.Format(root))
 	}
 	if errs > 0 {
-		fmt.Fprintf(w, "%s, %s: nothing written\n", count(errs, "error"), count(warns, "warning"))
+		fmt.Fprintf(w, "%s: nothing written\n", count(errs, "error"))
 		return withCode(ExitProblems, errSilent)
 	}
 	return nil

@@ -22,6 +22,11 @@ const (
 	// policyc catalog pull --check found upstreams that drifted from their
 	// snapshots.
 	ExitChanged = 4
+	// ExitRefused: policyc approvals was refused by the admin API: an unknown
+	// request (404), one already decided or expired (409), a principal's own
+	// request (403), a decision the server does not allow (400), or a token
+	// the admin side does not accept (401).
+	ExitRefused = 5
 )
 
 // exitError carries an exit code with the error to print.

@@ -51,6 +51,8 @@ Exit codes:
   2  usage error (bad flags or arguments)
   3  the tool failed (I/O, unreadable table); says nothing about the policy
   4  policyc diff: some decisions change; catalog pull --check: drift
+  5  policyc approvals: the admin API refused (unknown, decided or expired
+     request, your own request, a bad token)
   10 verify: a bare, unsigned table
   11 verify: the payload or a signature was altered, or the envelope is malformed
   12 verify: signed, but by no trusted key

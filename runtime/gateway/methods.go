@@ -579,35 +579,12 @@ func (g *Gateway) listResources(principal string, r *mcp.ListResourcesRequest) (
 			return nil, err
 		}
 	}
-	t := g.table.Load()
-	res := &mcp.ListResourcesResult{Cacheable: private, Resources: []*mcp.Resource{}}
-	seen := map[string]bool{}
-	for _, u := range g.ups {
-		st := u.snapshot()
-		if st.cat == nil {
-			continue
-		}
-		for _, rs := range st.cat.resources {
-			// A URI belongs to the first upstream that lists it, as in
-			// route, even while that upstream is down.
-			if seen[rs.URI] {
-				continue
-			}
-			seen[rs.URI] = true
-			if st.session == nil {
-				continue
-			}
-			d, err := g.decide(t, principal, u.name, runtime.Resource, rs.URI, OpList)
-			if err != nil {
-				return nil, err
-			}
-			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
-				continue
-			}
-			res.Resources = append(res.Resources, rs)
-		}
+	rs, err := listByURI(g, principal, func(c *catalogue) []*mcp.Resource { return c.resources },
+		func(r *mcp.Resource) string { return r.URI })
+	if err != nil {
+		return nil, err
 	}
-	return res, nil
+	return &mcp.ListResourcesResult{Cacheable: private, Resources: rs}, nil
 }
 
 // listTemplates lists resource templates. A template is decided by its
@@ -620,33 +597,46 @@ func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRe
 			return nil, err
 		}
 	}
+	ts, err := listByURI(g, principal, func(c *catalogue) []*mcp.ResourceTemplate { return c.templates },
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate })
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListResourceTemplatesResult{Cacheable: private, ResourceTemplates: ts}, nil
+}
+
+// listByURI lists the resources (or templates) of every upstream that the
+// table allows principal to see. A URI belongs to the first upstream that
+// lists it, as in route, even while that upstream is down.
+func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, uri func(T) string) ([]T, error) {
 	t := g.table.Load()
-	res := &mcp.ListResourceTemplatesResult{Cacheable: private, ResourceTemplates: []*mcp.ResourceTemplate{}}
+	out := []T{}
 	seen := map[string]bool{}
 	for _, u := range g.ups {
 		st := u.snapshot()
 		if st.cat == nil {
 			continue
 		}
-		for _, rt := range st.cat.templates {
-			if seen[rt.URITemplate] {
+		for _, it := range items(st.cat) {
+			name := uri(it)
+			if seen[name] {
 				continue
 			}
-			seen[rt.URITemplate] = true
+			seen[name] = true
 			if st.session == nil {
 				continue
 			}
-			d, err := g.decide(t, principal, u.name, runtime.Resource, rt.URITemplate, OpList)
+			d, err := g.decide(t, principal, u.name, runtime.Resource, name, OpList)
 			if err != nil {
 				return nil, err
 			}
 			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
 				continue
 			}
-			res.ResourceTemplates = append(res.ResourceTemplates, rt)
+			out = append(out, it)
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
 func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.ReadResourceRequest) (mcp.Result, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/internal/httpheader"
 )
 
 // protocolVersion is the version asked for in the handshake: the one every
@@ -70,25 +71,10 @@ func Command(name, program string, args, env []string, dir string) Upstream {
 // HTTP is an upstream reached over streamable HTTP; header is sent with
 // every request (for example a bearer token).
 func HTTP(name, url string, header http.Header) Upstream {
-	client := &http.Client{Transport: headerTransport{header: header, base: http.DefaultTransport}}
+	client := httpheader.Client(header, nil)
 	return Upstream{Name: name, Dial: func(ctx context.Context) (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: client, MaxRetries: -1}, nil
 	}}
-}
-
-type headerTransport struct {
-	header http.Header
-	base   http.RoundTripper
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.header) > 0 {
-		r = r.Clone(r.Context())
-		for k, vs := range t.header {
-			r.Header[k] = vs
-		}
-	}
-	return t.base.RoundTrip(r)
 }
 
 // Options tune a pull.

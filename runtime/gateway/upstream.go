@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/internal/httpheader"
 )
 
 // upstreamProtocol is the protocol version the gateway asks its upstreams
@@ -91,7 +93,7 @@ func (u *upstream) dialConfigured(cfg Upstream) func(ctx context.Context) (mcp.T
 		// connections.
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 64
-		client := &http.Client{Transport: headerTransport{header: cfg.Header, base: base}}
+		client := httpheader.Client(cfg.Header, base)
 		return func(ctx context.Context) (mcp.Transport, error) {
 			return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: client, MaxRetries: -1}, nil
 		}
@@ -103,22 +105,6 @@ func (u *upstream) dialConfigured(cfg Upstream) func(ctx context.Context) (mcp.T
 		cmd.Stderr = &lineLogger{logger: u.g.logger, upstream: u.name}
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: u.g.cfg.TerminateTimeout}, nil
 	}
-}
-
-// headerTransport adds fixed headers (a bearer token) to upstream requests.
-type headerTransport struct {
-	header http.Header
-	base   http.RoundTripper
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.header) > 0 {
-		r = r.Clone(r.Context())
-		for k, vs := range t.header {
-			r.Header[k] = vs
-		}
-	}
-	return t.base.RoundTrip(r)
 }
 
 // lineLogger passes an upstream's stderr to the gateway's log, line by line.

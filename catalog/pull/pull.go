@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,19 +133,46 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := &puller{up: up, logs: &sdkLog{}, version: opts.Version}
-	snap, err := p.pull(ctx)
-	if err != nil {
-		err = p.explain(ctx, err, timeout)
-		snap = nil
+	type outcome struct {
+		snap *catalog.Snapshot
+		err  error
 	}
-	return Result{Server: up.Name, Snapshot: snap, Err: err, Duration: time.Since(start)}
+	done := make(chan outcome, 1)
+	go func() {
+		snap, err := p.pull(ctx)
+		done <- outcome{snap, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		// Past the deadline the SDK may still spend seconds telling a server
+		// that does not answer that the request is cancelled and the session
+		// over. The timeout is the bound the user set: the pull ends here and
+		// that teardown finishes in the background.
+		select {
+		case o = <-done:
+		case <-time.After(teardownGrace):
+			o = outcome{err: ctx.Err()}
+		}
+	}
+	if o.err != nil {
+		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout), Duration: time.Since(start)}
+	}
+	return Result{Server: up.Name, Snapshot: o.snap, Duration: time.Since(start)}
 }
+
+// teardownGrace is how long a pull that timed out waits for the SDK to
+// return before it reports the timeout anyway.
+const teardownGrace = 250 * time.Millisecond
 
 // puller is the state of one server's pull.
 type puller struct {
-	up      Upstream
-	logs    *sdkLog
-	stage   string
+	up   Upstream
+	logs *sdkLog
+	// stage says what the pull is doing, for error messages; a string,
+	// read by One while the pull may still be tearing down.
+	stage   atomic.Value
 	version string
 }
 
@@ -152,7 +180,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	if !catalog.ValidServerName(p.up.Name) {
 		return nil, fmt.Errorf("%q is not a server name", p.up.Name)
 	}
-	p.stage = "starting it"
+	p.stage.Store("starting it")
 	t, err := p.up.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -165,14 +193,14 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 		Logger:       slog.New(p.logs),
 		Capabilities: &mcp.ClientCapabilities{},
 	})
-	p.stage = "initializing"
+	p.stage.Store("initializing")
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
 		// A stdio transport starts its program when it connects.
 		var pe *fs.PathError
 		var ee *exec.Error
 		if errors.As(err, &pe) && strings.HasSuffix(pe.Op, "exec") || errors.As(err, &ee) {
-			p.stage = "starting it"
+			p.stage.Store("starting it")
 		}
 		return nil, err
 	}
@@ -183,7 +211,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	}
 	s := &catalog.Snapshot{Server: p.up.Name}
 	if caps.Tools != nil {
-		p.stage = "listing tools"
+		p.stage.Store("listing tools")
 		tools, err := paginate(ctx, func(cursor string) ([]*mcp.Tool, string, error) {
 			res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 			if err != nil {
@@ -206,7 +234,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 		}
 	}
 	if caps.Prompts != nil {
-		p.stage = "listing prompts"
+		p.stage.Store("listing prompts")
 		prompts, err := paginate(ctx, func(cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
@@ -232,7 +260,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 		}
 	}
 	if caps.Resources != nil {
-		p.stage = "listing resources"
+		p.stage.Store("listing resources")
 		resources, err := paginate(ctx, func(cursor string) ([]*mcp.Resource, string, error) {
 			res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
@@ -249,7 +277,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 			}
 			s.Resources = append(s.Resources, catalog.Resource{URI: x.URI, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
 		}
-		p.stage = "listing resource templates"
+		p.stage.Store("listing resource templates")
 		templates, err := paginate(ctx, func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
@@ -279,10 +307,11 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 // what the server said on its standard error.
 func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
 	msg := err.Error()
+	stage, _ := p.stage.Load().(string)
 	if ctx.Err() == context.DeadlineExceeded {
-		msg = fmt.Sprintf("timed out after %s while %s", timeout, p.stage)
-	} else if p.stage == "starting it" || p.stage == "initializing" {
-		msg = fmt.Sprintf("%s: %s", p.stage, msg)
+		msg = fmt.Sprintf("timed out after %s while %s", timeout, stage)
+	} else if stage == "starting it" || stage == "initializing" {
+		msg = fmt.Sprintf("%s: %s", stage, msg)
 	}
 	if strings.Contains(msg, "invalid character") {
 		msg += " (the server wrote something that is not MCP's JSON-RPC)"

@@ -271,50 +271,34 @@ func (s *Snapshot) Check() error {
 	if !ValidServerName(s.Server) {
 		add("server %q is not a server name (letters, digits, '.', '_' and '-', starting with a letter or digit)", s.Server)
 	}
-	seen := map[string]bool{}
-	for i, t := range s.Tools {
-		switch {
-		case t.Name == "":
-			add("tools[%d]: a tool without a name", i)
-		case seen[t.Name]:
-			add("tools: %q is listed twice", t.Name)
-		}
-		seen[t.Name] = true
+	errs = append(errs, uniqueNames("tools", "a tool without a name", s.Tools, func(t Tool) string { return t.Name })...)
+	for _, t := range s.Tools {
 		if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
 			add("tool %q: input schema is not valid JSON", t.Name)
 		}
 	}
-	seen = map[string]bool{}
-	for i, p := range s.Prompts {
-		switch {
-		case p.Name == "":
-			add("prompts[%d]: a prompt without a name", i)
-		case seen[p.Name]:
-			add("prompts: %q is listed twice", p.Name)
-		}
-		seen[p.Name] = true
-	}
-	seen = map[string]bool{}
-	for i, r := range s.Resources {
-		switch {
-		case r.URI == "":
-			add("resources[%d]: a resource without a URI", i)
-		case seen[r.URI]:
-			add("resources: %q is listed twice", r.URI)
-		}
-		seen[r.URI] = true
-	}
-	seen = map[string]bool{}
-	for i, r := range s.ResourceTemplates {
-		switch {
-		case r.URITemplate == "":
-			add("resource_templates[%d]: a template without a uriTemplate", i)
-		case seen[r.URITemplate]:
-			add("resource_templates: %q is listed twice", r.URITemplate)
-		}
-		seen[r.URITemplate] = true
-	}
+	errs = append(errs, uniqueNames("prompts", "a prompt without a name", s.Prompts, func(p Prompt) string { return p.Name })...)
+	errs = append(errs, uniqueNames("resources", "a resource without a URI", s.Resources, func(r Resource) string { return r.URI })...)
+	errs = append(errs, uniqueNames("resource_templates", "a template without a uriTemplate", s.ResourceTemplates, func(r ResourceTemplate) string { return r.URITemplate })...)
 	return errors.Join(errs...)
+}
+
+// uniqueNames reports the items of a list with no name, or a name an
+// earlier item of the list has.
+func uniqueNames[T any](list, unnamed string, items []T, name func(T) string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, it := range items {
+		switch n := name(it); {
+		case n == "":
+			errs = append(errs, fmt.Errorf("%s[%d]: %s", list, i, unnamed))
+		case seen[n]:
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", list, n))
+		default:
+			seen[n] = true
+		}
+	}
+	return errs
 }
 
 // ValidServerName reports whether s can name a server: the policy schema's

@@ -11,7 +11,6 @@ package runtime
 import (
 	"fmt"
 	goruntime "runtime"
-	"sort"
 	"strings"
 	"sync"
 
@@ -350,13 +349,13 @@ func load(src *table.Table) (*Table, error) {
 		base[name] = ks
 	}
 	type scopeLayers struct {
-		name    string
-		members []string
+		*table.Scope
 		servers map[string][numKinds]*layer
 	}
 	var scopes []scopeLayers
-	for _, sc := range src.Scopes {
-		sl := scopeLayers{name: sc.Name, members: sc.Members, servers: map[string][numKinds]*layer{}}
+	for i := range src.Scopes {
+		sc := &src.Scopes[i]
+		sl := scopeLayers{Scope: sc, servers: map[string][numKinds]*layer{}}
 		for sname, s := range sc.Servers {
 			var ks [numKinds]*layer
 			for k := Tool; k < numKinds; k++ {
@@ -374,20 +373,6 @@ func load(src *table.Table) (*Table, error) {
 		}
 		scopes = append(scopes, sl)
 	}
-	// Which scopes apply to whom: global to everyone, a group to its
-	// members, a principal scope to that principal.
-	applies := func(sc scopeLayers, principal string) bool {
-		switch {
-		case sc.name == "global":
-			return true
-		case strings.HasPrefix(sc.name, "group:"):
-			i := sort.SearchStrings(sc.members, principal)
-			return principal != "" && i < len(sc.members) && sc.members[i] == principal
-		case strings.HasPrefix(sc.name, "principal:"):
-			return principal != "" && sc.name == "principal:"+principal
-		}
-		return false
-	}
 	build := func(principal string) *view {
 		v := &view{servers: map[string]*serverView{}}
 		for name, ks := range base {
@@ -396,7 +381,7 @@ func load(src *table.Table) (*Table, error) {
 				sv.kinds[k] = []*layer{ks[k]}
 			}
 			for _, sc := range scopes {
-				if !applies(sc, principal) {
+				if !sc.AppliesTo(principal) {
 					continue
 				}
 				for _, key := range [2]string{table.AllServers, name} {
@@ -422,10 +407,10 @@ func load(src *table.Table) (*Table, error) {
 	for _, sc := range scopes {
 		var who []string
 		switch {
-		case strings.HasPrefix(sc.name, "group:"):
-			who = sc.members
-		case strings.HasPrefix(sc.name, "principal:"):
-			who = []string{strings.TrimPrefix(sc.name, "principal:")}
+		case strings.HasPrefix(sc.Name, "group:"):
+			who = sc.Members
+		case strings.HasPrefix(sc.Name, "principal:"):
+			who = []string{strings.TrimPrefix(sc.Name, "principal:")}
 		}
 		for _, p := range who {
 			if _, done := t.named[p]; !done && p != "" {

@@ -452,7 +452,7 @@ func (b *block) model(t *table.Table) (model, error) {
 	// their patterns are patterns of that side: they are searched too.
 	for i := range t.Scopes {
 		sc := &t.Scopes[i]
-		if !applies(sc, b.class.rep) {
+		if !sc.AppliesTo(b.class.rep) {
 			continue
 		}
 		for _, key := range [2]string{table.AllServers, b.server} {

@@ -208,28 +208,13 @@ func namedPrincipals(ts ...*table.Table) []string {
 	return sortedKeys(seen)
 }
 
-// applies reports whether a scope applies to a principal, as runtime.Load
-// decides it.
-func applies(sc *table.Scope, principal string) bool {
-	switch {
-	case sc.Name == "global":
-		return true
-	case strings.HasPrefix(sc.Name, "group:"):
-		i := sort.SearchStrings(sc.Members, principal)
-		return principal != "" && i < len(sc.Members) && sc.Members[i] == principal
-	case strings.HasPrefix(sc.Name, "principal:"):
-		return principal != "" && sc.Name == "principal:"+principal
-	}
-	return false
-}
-
 // layerKeys names the scope blocks that apply to principal for server and
 // kind, in evaluation order.
 func layerKeys(t *table.Table, principal, server string, kind runtime.Kind) string {
 	var b strings.Builder
 	for i := range t.Scopes {
 		sc := &t.Scopes[i]
-		if !applies(sc, principal) {
+		if !sc.AppliesTo(principal) {
 			continue
 		}
 		for _, key := range [2]string{table.AllServers, server} {

@@ -537,7 +537,7 @@ func patternsOf(old, new *table.Table, server string, kind runtime.Kind, princip
 		}
 		for i := range tt.Scopes {
 			sc := &tt.Scopes[i]
-			if !applies(sc, principal) {
+			if !sc.AppliesTo(principal) {
 				continue
 			}
 			for k, s := range sc.Servers {

@@ -204,6 +204,23 @@ type Scope struct {
 	Servers map[string]Server `json:"servers"`
 }
 
+// AppliesTo reports whether the scope narrows the decisions of principal:
+// global applies to everyone, a group to its members (Members is sorted),
+// a principal scope to that principal. The anonymous principal "" is in no
+// group and has no scope of its own.
+func (sc *Scope) AppliesTo(principal string) bool {
+	switch {
+	case sc.Name == "global":
+		return true
+	case strings.HasPrefix(sc.Name, "group:"):
+		i := sort.SearchStrings(sc.Members, principal)
+		return principal != "" && i < len(sc.Members) && sc.Members[i] == principal
+	case strings.HasPrefix(sc.Name, "principal:"):
+		return principal != "" && sc.Name == "principal:"+principal
+	}
+	return false
+}
+
 // Encode returns the canonical bytes of t with its digest computed and set.
 func Encode(t *Table) ([]byte, error) {
 	t.Digest = ""

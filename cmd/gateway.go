@@ -48,9 +48,11 @@ The configuration (--config: a directory of CUE files in package gateway, or
 one file) names the signed table, the trusted public keys, a state directory,
 the upstreams (stdio commands or streamable HTTP URLs) and the front (stdio
 for one principal, or streamable HTTP with bearer tokens stored as SHA-256
-hashes). It is checked like a policy: an unknown or misspelt key is an error
-with its position and a suggestion. --table, --trust and --state replace the
-configuration's table, trust and state_dir.
+hashes). It is checked like a policy: an unknown or misspelt key, a wrong
+value or a program that cannot be found is an error with its position, the
+code gateway-config (docs/rules/gateway-config.md) and, where it helps, a
+suggestion. --table, --trust and --state replace the configuration's table,
+trust and state_dir.
 
 The gateway starts only with a table signed by a trusted key, not expired and
 not older than the last one it accepted; otherwise it says why and exits
@@ -70,7 +72,7 @@ serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
 for approval then end as expired. docs/gateway.md has the details.
 
 With --check, the configuration and the table are checked and a summary is
-printed; nothing is started.
+printed, with the approval gate's timings; nothing is started.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
 problems or the table cannot be enforced here; 2 usage; 3 the gateway failed
@@ -127,9 +129,11 @@ type approvalsFile struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"approvers"`
 	} `json:"admin"`
-	WebhookSecretEnv   string `json:"webhook_secret_env"`
-	ConsentWaitSeconds int    `json:"consent_wait_seconds"`
-	Servers            map[string]struct {
+	WebhookSecretEnv         string `json:"webhook_secret_env"`
+	ConsentWaitSeconds       int    `json:"consent_wait_seconds"`
+	ApproveOnceWindowSeconds int    `json:"approve_once_window_seconds"`
+	ProgressIntervalSeconds  int    `json:"progress_interval_seconds"`
+	Servers                  map[string]struct {
 		MaxApproval string `json:"max_approval"`
 		Preview     *bool  `json:"preview"`
 	} `json:"servers"`
@@ -445,6 +449,11 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	}
 	ev := compiler.Evaluate(files, gatewayPackage, "#Gateway")
 	if compiler.HasErrors(ev.Diagnostics) {
+		// The policy codes (unknown-key, type-error, ...) and their pages
+		// speak of policy files; here they are the configuration's.
+		for i := range ev.Diagnostics {
+			ev.Diagnostics[i].Code = compiler.CodeGatewayConfig
+		}
 		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics)
 	}
 	var file gatewayFile
@@ -453,7 +462,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	}
 	var diags []compiler.Diagnostic
 	bad := func(key, msg, suggestion string) {
-		diags = append(diags, compiler.Diagnostic{Pos: ev.KeyPos(key), Code: compiler.CodeType, Severity: compiler.Error,
+		diags = append(diags, compiler.Diagnostic{Pos: ev.KeyPos(key), Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
 			Path: key, Message: key + ": " + msg, Suggestion: suggestion})
 	}
 	abs := func(p string) string {
@@ -602,7 +611,12 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		}
 	}
 	if a := file.Approvals; a != nil {
-		s.gate = &approval.Config{Servers: map[string]approval.ServerOptions{}, ConsentWait: time.Duration(a.ConsentWaitSeconds) * time.Second}
+		s.gate = &approval.Config{
+			Servers:          map[string]approval.ServerOptions{},
+			ConsentWait:      seconds(a.ConsentWaitSeconds, defaultConsentWait),
+			OnceWindow:       seconds(a.ApproveOnceWindowSeconds, defaultOnceWindow),
+			ProgressInterval: seconds(a.ProgressIntervalSeconds, defaultProgressInterval),
+		}
 		for name, o := range a.Servers {
 			s.gate.Servers[name] = approval.ServerOptions{MaxDuration: o.MaxApproval, NoPreview: o.Preview != nil && !*o.Preview}
 		}
@@ -657,6 +671,24 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		return nil, gatewayDiagnostics(stderr, dir, diags)
 	}
 	return s, nil
+}
+
+// The approval gate's timings when the configuration leaves them out (the
+// schema's defaults). They are passed to the gate explicitly, so that
+// --check prints what the gate runs with.
+const (
+	defaultConsentWait      = 60 * time.Second
+	defaultOnceWindow       = 30 * time.Second
+	defaultProgressInterval = 15 * time.Second
+)
+
+// seconds is a configured number of seconds, or def when it is not set
+// (the schema admits only positive values).
+func seconds(n int, def time.Duration) time.Duration {
+	if n == 0 {
+		return def
+	}
+	return time.Duration(n) * time.Second
 }
 
 // readConfigFiles reads a configuration directory's .cue files, or one
@@ -762,6 +794,8 @@ func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.T
 		line += "; admin on " + s.adminAddress
 	}
 	fmt.Fprintf(w, "  approvals: %s\n", line)
+	fmt.Fprintf(w, "  holds:     progress every %ds; approve once used within %ds; consent waits %ds\n",
+		s.gate.ProgressInterval/time.Second, s.gate.OnceWindow/time.Second, s.gate.ConsentWait/time.Second)
 }
 
 // sortedChannelNames lists the channels a table defines, those of the

@@ -42,6 +42,11 @@ const (
 	// The linter's own codes, about its ignore comments (package lint).
 	CodeUnusedIgnore  = "unused-ignore"
 	CodeInvalidIgnore = "invalid-ignore"
+
+	// The gateway configuration's code: every problem of a configuration
+	// read by policyc gateway or policyc catalog pull (package cmd), which
+	// is not a policy file.
+	CodeGatewayConfig = "gateway-config"
 )
 
 // Category groups codes in the rule catalogue.
@@ -57,6 +62,7 @@ const (
 	CategoryReach    Category = "reach"    // rules that cannot take effect
 	CategoryCatalog  Category = "catalog"  // the policy against the catalogue snapshot
 	CategoryLint     Category = "lint"     // the linter's ignore comments
+	CategoryGateway  Category = "gateway"  // the gateway's configuration
 )
 
 // CodeInfo describes one diagnostic code for the rule catalogue.
@@ -104,6 +110,7 @@ var Codes = []CodeInfo{
 	{CodeInputSchemaChanged, CategoryCatalog, Warning, "a catalogued tool whose input schema changed since the snapshot committed at HEAD"},
 	{CodeUnusedIgnore, CategoryLint, Warning, "a policyc:ignore comment that silences no finding"},
 	{CodeInvalidIgnore, CategoryLint, Warning, "a policyc:ignore comment without a known rule id and a reason, or for a rule that cannot be ignored"},
+	{CodeGatewayConfig, CategoryGateway, Error, "a gateway configuration problem: an unknown key, a wrong value, a program or file that cannot be used"},
 }
 
 // LookupCode returns the catalogue entry of a code.

@@ -49,17 +49,20 @@ type Set struct {
 type dfa struct {
 	alphabet
 	ascii [utf8.RuneSelf]uint16 // cell of each ASCII rune
-	// The DFA has one row of width = cells+1 values per state: a
-	// transition per cell, then the lowest index of a pattern accepting in
-	// that state, or -1. A transition is a state number, or when negative
-	// final: the answer is -t-2 whatever follows (-1 for the dead state,
-	// where no pattern can match any extension of what was read). Exactly
-	// one of trans16 and trans32 is set: the table is 16-bit when every
-	// value fits, which halves it and keeps more of it in cache.
-	trans16 []int16
-	trans32 []int32
+	// The DFA has one row of width = cells+1 values per non-final state: a
+	// transition per cell, then 1 + the lowest index of a pattern accepting
+	// in that state (0 for none). A transition below limit is the offset of
+	// the next state's row, so a step is one load with no multiply; from
+	// limit up it is final: the answer is t-limit-1 whatever follows (-1
+	// for the dead state, where no pattern can match any extension of what
+	// was read). Exactly one of trans16 and trans32 is set: the table is
+	// 16-bit when every value fits, which halves it and keeps more of it in
+	// cache.
+	trans16 []uint16
+	trans32 []uint32
 	cells   int
-	start   int // row offset of the start state, or a final answer as above
+	limit   int // rows × width: the first final value
+	start   int // the start state, encoded as a transition
 }
 
 // Compile compiles patterns, in order, into a Set, DFA included. The
@@ -268,40 +271,46 @@ func minimize(succ, acc, final []int32, cells int) []int32 {
 // table and keeps more of it in cache.
 func (s *dfa) encode(succ, acc, final, class []int32, start int32) {
 	cells, width := s.cells, s.cells+1
-	row := map[int32]int32{} // class -> row number
-	var reps []int           // a state of each class, in row order
+	row := map[int32]int{} // class -> row offset
+	var reps []int         // a state of each class, in row order
 	for id, k := range class {
 		if final[id] != 0 {
 			continue
 		}
 		if _, ok := row[k]; !ok {
-			row[k] = int32(len(reps))
+			row[k] = len(reps) * width
 			reps = append(reps, id)
 		}
 	}
-	target := func(t int32) int32 {
+	s.limit = len(reps) * width
+	target := func(t int32) int {
 		if f := final[t]; f != 0 {
-			return f
+			return s.limit + int(-f-2) + 1 // the answer -f-2; the dead state's -1 is limit
 		}
 		return row[class[t]]
 	}
-	trans := make([]int32, 0, len(reps)*width)
+	trans := make([]int, 0, s.limit)
+	top := s.limit
 	for _, id := range reps {
 		for _, t := range succ[id*cells : (id+1)*cells] {
-			trans = append(trans, target(t))
+			v := target(t)
+			trans = append(trans, v)
+			top = max(top, v)
 		}
-		trans = append(trans, acc[id])
+		trans = append(trans, int(acc[id])+1)
 	}
-	s.start = int(target(start))
-	for _, v := range trans {
-		if v < math.MinInt16 || v > math.MaxInt16 {
-			s.trans32 = trans
-			return
+	s.start = target(start)
+	top = max(top, s.start)
+	if top <= math.MaxUint16 {
+		s.trans16 = make([]uint16, len(trans))
+		for i, v := range trans {
+			s.trans16[i] = uint16(v)
 		}
+		return
 	}
-	s.trans16 = make([]int16, len(trans))
+	s.trans32 = make([]uint32, len(trans))
 	for i, v := range trans {
-		s.trans16[i] = int16(v)
+		s.trans32[i] = uint32(v)
 	}
 }
 
@@ -340,10 +349,10 @@ func (s *dfa) first(name string) int {
 	return walk(s, s.trans32, name)
 }
 
-func walk[T int16 | int32](s *dfa, trans []T, name string) int {
-	width := s.cells + 1
-	row := s.start
-	for i := 0; i < len(name) && row >= 0; {
+func walk[T uint16 | uint32](s *dfa, trans []T, name string) int {
+	limit := s.limit
+	at := s.start
+	for i := 0; i < len(name) && at < limit; {
 		var c int
 		if b := name[i]; b < utf8.RuneSelf {
 			c = int(s.ascii[b])
@@ -353,10 +362,10 @@ func walk[T int16 | int32](s *dfa, trans []T, name string) int {
 			c = s.cell(r)
 			i += size
 		}
-		row = int(trans[row*width+c])
+		at = int(trans[at+c])
 	}
-	if row < 0 {
-		return -row - 2
+	if at >= limit {
+		return at - limit - 1
 	}
-	return int(trans[row*width+s.cells])
+	return int(trans[at+s.cells]) - 1
 }

@@ -147,7 +147,7 @@ func TestSetDFACap(t *testing.T) {
 	pats := parseAll(t, "get_*", blowup)
 	s := Compile(pats)
 	if d := s.dfa.Load(); d != nil {
-		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, (len(d.trans16)+len(d.trans32))/(d.cells+1))
+		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, d.limit/(d.cells+1))
 	}
 	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {
 		if got, want := s.First(name), firstRef(pats, name); got != want {

@@ -25,6 +25,11 @@ const MaxMessageBytes = 4 << 20
 
 // ServeIO serves one client session for principal over a newline-delimited
 // JSON-RPC stream (the stdio front), until the input ends or ctx is done.
+// Either way the calls already read are answered first, for at most
+// drainTimeout after the input ends or StopTimeout after ctx is done (a
+// call held for approval is answered when the gate is closed, which the
+// command does when it stops): a client is not left without the answer
+// to a call the gateway took.
 //
 // A line that is not a JSON-RPC message gets a JSON-RPC error response
 // (parse error or invalid request, with the request's id when one can be
@@ -44,11 +49,22 @@ func (g *Gateway) ServeIO(ctx context.Context, principal string, in io.Reader, o
 		}
 		return nil
 	case <-ctx.Done():
-		ss.Close()
-		<-done
+		// No new message is read; Read ends the session once the calls
+		// read are answered or StopTimeout has passed.
+		conn.stop()
+		select {
+		case <-done:
+		case <-time.After(StopTimeout + time.Second):
+			ss.Close()
+			<-done
+		}
 		return ctx.Err()
 	}
 }
+
+// StopTimeout bounds how long a stopping stdio front waits for the
+// answers to the calls it has read.
+const StopTimeout = 5 * time.Second
 
 // lineTransport hands the SDK a lineConn.
 type lineTransport struct{ c *lineConn }
@@ -65,6 +81,8 @@ type lineConn struct {
 	incoming chan lineMsgs
 	closed   chan struct{}
 	once     sync.Once
+	stopping chan struct{} // closed by stop
+	stopOnce sync.Once
 
 	queue []jsonrpc.Message // read side only
 
@@ -96,7 +114,7 @@ type lineBatch struct {
 }
 
 func newLineConn(in io.Reader, out io.Writer) *lineConn {
-	c := &lineConn{out: &syncWriter{w: out}, incoming: make(chan lineMsgs), closed: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
+	c := &lineConn{out: &syncWriter{w: out}, incoming: make(chan lineMsgs), closed: make(chan struct{}), stopping: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
 		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(in)
 	return c
@@ -141,9 +159,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, ctx.Err()
 	case <-c.closed:
 		return nil, io.EOF
+	case <-c.stopping:
+		c.drain(StopTimeout)
+		return nil, io.EOF
 	case in := <-c.incoming:
 		if in.err != nil {
-			c.drain()
+			c.drain(drainTimeout)
 			return nil, in.err
 		}
 		c.pendingMu.Lock()
@@ -174,10 +195,16 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// stop makes Read end the session, once the calls read are answered,
+// instead of reading another message.
+func (c *lineConn) stop() {
+	c.stopOnce.Do(func() { close(c.stopping) })
+}
+
 // drain waits until every call read has been answered, the connection is
-// closed, or drainTimeout passes.
-func (c *lineConn) drain() {
-	deadline := time.After(drainTimeout)
+// closed, or timeout passes.
+func (c *lineConn) drain(timeout time.Duration) {
+	deadline := time.After(timeout)
 	for {
 		c.pendingMu.Lock()
 		n := len(c.pending)

@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -168,5 +172,65 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
 		t.Errorf("linear__echo: %q", msg)
+	}
+}
+
+// TestServeIOStopAnswersCallsRead: when the stdio front is told to stop,
+// a call it has read and not yet answered still gets its answer before the
+// session ends. Here the call is held for approval, and the gate answers it
+// when it is closed, as the command closes it on SIGINT or SIGTERM.
+func TestServeIOStopAnswersCallsRead(t *testing.T) {
+	held, closed := make(chan struct{}), make(chan struct{})
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			close(held)
+			<-closed
+			return Verdict{Outcome: OutcomeTimedOut}, nil
+		})
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		served <- tg.ServeIO(ctx, "alice", inR, outW)
+		outW.Close()
+	}()
+	defer inW.Close()
+	c := &rawClient{t: t, w: inW, r: bufio.NewReader(outR), version: legacyVersion}
+	c.call(0, "initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`, legacyVersion))
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	stopped := time.Now()
+	cancel()
+	close(closed)
+	answer := c.next()
+	var resp struct {
+		ID     int `json:"id"`
+		Result *struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(answer, &resp); err != nil || resp.ID != 7 || resp.Result == nil || !resp.Result.IsError {
+		t.Fatalf("after the stop, got %s; want the held call 7 answered as not run", answer)
+	}
+	select {
+	case err := <-served:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("ServeIO returned %v; want context.Canceled", err)
+		}
+	case <-time.After(StopTimeout + 3*time.Second):
+		t.Fatal("ServeIO did not return after the stop")
+	}
+	if d := time.Since(stopped); d > StopTimeout {
+		t.Errorf("stopping took %s", d)
 	}
 }

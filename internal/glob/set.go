@@ -45,10 +45,10 @@ type Set struct {
 	build sync.Once
 }
 
-// dfa is the compiled automaton of a Set's globs.
+// dfa is the compiled automaton of a Set's globs. A walk reads the fields
+// up to ascii, which come first so that they share as few cache lines as
+// possible.
 type dfa struct {
-	alphabet
-	ascii [utf8.RuneSelf]uint16 // cell of each ASCII rune
 	// The DFA has one row of width = cells+1 values per non-final state: a
 	// transition per cell, then 1 + the lowest index of a pattern accepting
 	// in that state (0 for none). A transition below limit is the offset of
@@ -63,6 +63,12 @@ type dfa struct {
 	cells   int
 	limit   int // rows × width: the first final value
 	start   int // the start state, encoded as a transition
+	// ascii is the cell of each ASCII rune. It fits a byte: cells are
+	// numbered in the order of the partition's intervals, from rune 0 up,
+	// and the at most 128 intervals that start below utf8.RuneSelf take
+	// at most the numbers 0 to 127.
+	ascii [utf8.RuneSelf]uint8
+	alphabet
 }
 
 // Compile compiles patterns, in order, into a Set, DFA included. The
@@ -127,10 +133,10 @@ func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
 	s.alphabet = a.alphabet
 	s.cells = len(a.adv)
 	if s.cells > math.MaxUint16 {
-		return nil // more cells than the ASCII table can name: match pattern by pattern
+		return nil // rows this wide would make any table huge: match pattern by pattern
 	}
 	for b := range s.ascii {
-		s.ascii[b] = uint16(s.cell(rune(b)))
+		s.ascii[b] = uint8(s.cell(rune(b)))
 	}
 
 	// Subset construction, breadth-first. State 0 is the empty set.

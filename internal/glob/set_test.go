@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // firstRef is the reference for Set.First.
@@ -223,6 +224,39 @@ func TestSetConcurrent(t *testing.T) {
 	for range 8 {
 		if !<-done {
 			t.Error("concurrent First disagreed with the reference")
+		}
+	}
+}
+
+// TestSetASCIICells: the byte-wide ASCII table agrees with the partition
+// even when the partition has more cells than a byte can number.
+func TestSetASCIICells(t *testing.T) {
+	var srcs []string
+	for r := rune(1); r < utf8.RuneSelf; r++ {
+		if !strings.ContainsRune(`*?[\`, r) {
+			srcs = append(srcs, "*"+string(r)+"*")
+		}
+	}
+	for r := rune(0x4e00); r < 0x4e00+300; r++ {
+		srcs = append(srcs, "x"+string(r)+"*")
+	}
+	s := Compile(parseAll(t, srcs...))
+	d := s.dfa.Load()
+	if d == nil {
+		t.Fatal("no DFA")
+	}
+	if d.cells < 256 {
+		t.Fatalf("only %d cells", d.cells)
+	}
+	for b := range rune(utf8.RuneSelf) {
+		if int(d.ascii[b]) != d.cell(b) {
+			t.Errorf("ascii[%q] = %d; cell = %d", b, d.ascii[b], d.cell(b))
+		}
+	}
+	pats := parseAll(t, srcs...)
+	for _, name := range []string{"abc", "x丅yz", "丅", "~", "x~"} {
+		if got, want := s.First(name), firstRef(pats, name); got != want {
+			t.Errorf("First(%q) = %d; want %d", name, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
@@ -33,8 +34,9 @@ func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen
 // 35 tool rules (1,750) and 200 × 50 (10,000), about 60% globs, deny,
 // approval and allow mixed. Requests cycle over every server and name, hits
 // and misses alike, so each decision walks another server's automaton: the
-// cache-cold case. The one-server variants ask one server only, as a
-// gateway in front of a few busy servers mostly does.
+// cache-cold case. One request in four names one of the server's exact
+// rules, as calls of tools a policy names do. The one-server variants ask
+// one server only, as a gateway in front of a few busy servers mostly does.
 func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct {
 		servers, rules int
@@ -49,6 +51,15 @@ func BenchmarkDecide(b *testing.B) {
 		// of building the automata, so that neither the build nor its
 		// collection runs while decisions are timed.
 		rt, gen := loadGenerated(b, size.servers, size.rules)
+		exact := map[string][]string{} // each server's literal tool rules
+		for _, server := range gen.Servers {
+			srv := rt.Source().Servers[server]
+			for _, r := range srv.Kind(table.KindTool).Rules {
+				if !strings.ContainsAny(r.Pattern, `*?[\`) {
+					exact[server] = append(exact[server], r.Pattern)
+				}
+			}
+		}
 		type req struct{ server, name string }
 		reqs := make([]req, 0, 4096)
 		for i := 0; len(reqs) < cap(reqs); i++ {
@@ -56,7 +67,11 @@ func BenchmarkDecide(b *testing.B) {
 			if size.spread {
 				server = gen.Servers[i%len(gen.Servers)]
 			}
-			reqs = append(reqs, req{server, gen.Names[(i*7)%len(gen.Names)]})
+			name := gen.Names[(i*7)%len(gen.Names)]
+			if lits := exact[server]; i%4 == 3 && len(lits) > 0 {
+				name = lits[(i/4)%len(lits)]
+			}
+			reqs = append(reqs, req{server, name})
 		}
 		goruntime.GC()
 		b.Run(name, func(b *testing.B) {

@@ -232,8 +232,10 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	if sv == nil {
 		return Decision{Effect: Deny, Reason: UnknownServer}
 	}
+	// The loop keeps the winner in registers; the Decision, a dozen
+	// words, is built once.
 	kv := &sv.kinds[kind]
-	d := Decision{Effect: Allow + 1}
+	best, win, winRule := Allow+1, (*layer)(nil), -1
 	timeout := 0
 	for j, l := -1, &kv.own; ; j++ {
 		if j >= 0 {
@@ -249,13 +251,13 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 			timeout = l.timeout
 		}
-		if e >= d.Effect {
-			continue
+		if e < best {
+			best, win, winRule = e, l, rule
 		}
-		d = Decision{Effect: e, Scope: l.scope, Reason: ByDefault, Origin: l.origin}
-		if rule >= 0 {
-			d.Reason, d.Rule, d.Origin = ByRule, &l.rules[rule], l.rules[rule].Origin
-		}
+	}
+	d := Decision{Effect: best, Scope: win.scope, Reason: ByDefault, Origin: win.origin}
+	if winRule >= 0 {
+		d.Reason, d.Rule, d.Origin = ByRule, &win.rules[winRule], win.rules[winRule].Origin
 	}
 	if d.Effect == Approve {
 		d.ApprovalTimeoutSeconds = timeout

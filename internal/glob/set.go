@@ -290,17 +290,19 @@ func (s *dfa) encode(succ, acc, final, class []int32, start int32) {
 		return row[class[t]]
 	}
 	trans := make([]int, 0, s.limit)
-	top := s.limit
 	for _, id := range reps {
 		for _, t := range succ[id*cells : (id+1)*cells] {
-			v := target(t)
-			trans = append(trans, v)
-			top = max(top, v)
+			trans = append(trans, target(t))
 		}
 		trans = append(trans, int(acc[id])+1)
 	}
 	s.start = target(start)
-	top = max(top, s.start)
+	// Every value must fit, the acceptance columns' pattern indices too:
+	// a block may hold more than 65,535 rules.
+	top := max(s.limit, s.start)
+	for _, v := range trans {
+		top = max(top, v)
+	}
 	if top <= math.MaxUint16 {
 		s.trans16 = make([]uint16, len(trans))
 		for i, v := range trans {

@@ -2,6 +2,7 @@ package glob
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +258,31 @@ func TestSetASCIICells(t *testing.T) {
 	for _, name := range []string{"abc", "x丅yz", "丅", "~", "x~"} {
 		if got, want := s.First(name), firstRef(pats, name); got != want {
 			t.Errorf("First(%q) = %d; want %d", name, got, want)
+		}
+	}
+}
+
+// TestSetIndexPast16Bits: a glob whose index does not fit 16 bits, behind
+// exact names (which go to the map and leave the automaton tiny), must
+// still be answered with its own index; a 16-bit table would wrap it to a
+// rule of the wrong effect. Rules per block are not capped.
+func TestSetIndexPast16Bits(t *testing.T) {
+	for _, n := range []int{65533, 65534, 65535, 65536} {
+		pats := make([]*Pattern, 0, n+2)
+		for i := range n {
+			pats = append(pats, MustParse("lit"+strconv.Itoa(i)))
+		}
+		// No trailing star: "a?" accepts in a state that is not final,
+		// so its index is in an acceptance column, not in a transition.
+		pats = append(pats, MustParse("a?"))
+		s := Compile(pats)
+		if s.dfa.Load() == nil {
+			t.Fatal("no DFA")
+		}
+		for _, name := range []string{"ab", "lit7", "a", "abc"} {
+			if got, want := s.First(name), firstRef(pats, name); got != want {
+				t.Errorf("%d literals first: First(%q) = %d; want %d", n, name, got, want)
+			}
 		}
 	}
 }

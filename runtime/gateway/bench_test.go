@@ -250,6 +250,8 @@ func BenchmarkPolicyWork(b *testing.B) {
 // alternate for five rounds of b.N calls each, so that drift in the
 // machine's load or the heap's state falls on both alike; it reports the
 // median calls per second of each and the median of the rounds' ratios.
+// (An op is all ten phases, 10·b.N calls: read the reported metrics, not
+// ns/op.)
 func BenchmarkThroughputHTTP(b *testing.B) {
 	benchGC(b)
 	const clients, rounds = 32, 5

@@ -154,6 +154,14 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
+	// A stop comes before any message waiting: a select would pick
+	// between them at random.
+	select {
+	case <-c.stopping:
+		c.drain(StopTimeout)
+		return nil, io.EOF
+	default:
+	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -202,9 +210,11 @@ func (c *lineConn) stop() {
 }
 
 // drain waits until every call read has been answered, the connection is
-// closed, or timeout passes.
+// closed, or timeout passes; a stop meanwhile shortens the wait to
+// StopTimeout from then.
 func (c *lineConn) drain(timeout time.Duration) {
 	deadline := time.After(timeout)
+	stopping := c.stopping
 	for {
 		c.pendingMu.Lock()
 		n := len(c.pending)
@@ -218,6 +228,11 @@ func (c *lineConn) drain(timeout time.Duration) {
 			return
 		case <-deadline:
 			return
+		case <-stopping:
+			stopping = nil
+			if timeout > StopTimeout {
+				deadline = time.After(StopTimeout)
+			}
 		}
 	}
 }

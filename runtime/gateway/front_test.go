@@ -234,3 +234,66 @@ func TestServeIOStopAnswersCallsRead(t *testing.T) {
 		t.Errorf("stopping took %s", d)
 	}
 }
+
+// TestLineConnStopTakesNoNewMessage: once told to stop, the stdio front
+// reads no new message, even one already waiting to be handed over.
+func TestLineConnStopTakesNoNewMessage(t *testing.T) {
+	const line = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	for range 100 {
+		c := newLineConn(strings.NewReader(line+line), io.Discard)
+		if _, err := c.Read(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // the second line waits to be handed over
+		c.stop()
+		if m, err := c.Read(context.Background()); err != io.EOF {
+			t.Fatalf("Read after stop = %v, %v; want io.EOF", m, err)
+		}
+		c.Close()
+	}
+}
+
+// TestServeIOStopAfterInputEnded: a stop after the client closed its
+// input (while a slow call is still running) ends the session within
+// StopTimeout, not the longer wait the end of input alone allows.
+func TestServeIOStopAfterInputEnded(t *testing.T) {
+	held := make(chan struct{})
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			close(held)
+			<-ctx.Done() // slow, and ends only when cancelled
+			return Verdict{Outcome: OutcomeTimedOut}, nil
+		})
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go io.Copy(io.Discard, outR)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() {
+		served <- tg.ServeIO(ctx, "alice", inR, outW)
+		outW.Close()
+	}()
+	fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n", legacyVersion)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`+"\n")
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	inW.Close()
+	time.Sleep(200 * time.Millisecond) // the end of input is read and the wait for answers begins
+	stopped := time.Now()
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(StopTimeout + 5*time.Second):
+		t.Fatal("ServeIO did not return after the stop")
+	}
+	if d := time.Since(stopped); d > StopTimeout+2*time.Second {
+		t.Errorf("ServeIO returned %s after the stop; want within StopTimeout (%s)", d.Round(time.Millisecond), StopTimeout)
+	}
+}

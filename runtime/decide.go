@@ -160,21 +160,8 @@ type view struct {
 }
 
 type serverView struct {
-	kinds [numKinds]kindView
+	kinds [numKinds][]*layer // the server's own layer first
 	ui    *uiList
-}
-
-// kindView is the layers of one server and kind: the server's own, held
-// inline so that a decision reaches its automaton with fewer pointers to
-// follow, then the narrowing scopes' that apply.
-type kindView struct {
-	own  layer
-	more []*layer
-}
-
-// layers returns every layer of kv, the server's own first.
-func (kv *kindView) layers() []*layer {
-	return append([]*layer{&kv.own}, kv.more...)
 }
 
 // layer is one scope's compiled rules for one server and kind. The fields a
@@ -234,16 +221,9 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	}
 	// The loop keeps the winner in registers; the Decision, a dozen
 	// words, is built once.
-	kv := &sv.kinds[kind]
 	best, win, winRule := Allow+1, (*layer)(nil), -1
 	timeout := 0
-	for j, l := -1, &kv.own; ; j++ {
-		if j >= 0 {
-			if j == len(kv.more) {
-				break
-			}
-			l = kv.more[j]
-		}
+	for _, l := range sv.kinds[kind] {
 		e, rule := l.def, -1
 		if i := l.set.First(name); i >= 0 {
 			e, rule = l.effects[i], i
@@ -261,7 +241,7 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	}
 	if d.Effect == Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = sv.kinds[Tool].own.channel
+		d.ApprovalChannel = sv.kinds[Tool][0].channel
 	}
 	if kind == Resource && d.Effect != Deny && strings.HasPrefix(name, "ui://") {
 		switch {
@@ -316,8 +296,8 @@ func (t *Table) buildAutomata() {
 	var sets []*glob.Set
 	for _, v := range append([]*view{t.anyone}, mapValues(t.named)...) {
 		for _, sv := range v.servers {
-			for k := range sv.kinds {
-				for _, l := range sv.kinds[k].layers() {
+			for _, layers := range sv.kinds {
+				for _, l := range layers {
 					if !seen[l.set] {
 						seen[l.set] = true
 						sets = append(sets, l.set)
@@ -401,7 +381,7 @@ func load(src *table.Table) (*Table, error) {
 		for name, ks := range base {
 			sv := &serverView{}
 			for k := Tool; k < numKinds; k++ {
-				sv.kinds[k].own = *ks[k]
+				sv.kinds[k] = []*layer{ks[k]}
 			}
 			for _, sc := range scopes {
 				if !sc.AppliesTo(principal) {
@@ -414,7 +394,7 @@ func load(src *table.Table) (*Table, error) {
 					}
 					for k := Tool; k < numKinds; k++ {
 						if l := sks[k]; l != nil && !l.neutral() {
-							sv.kinds[k].more = append(sv.kinds[k].more, l)
+							sv.kinds[k] = append(sv.kinds[k], l)
 						}
 					}
 				}

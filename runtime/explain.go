@@ -34,7 +34,7 @@ func (t *Table) Explain(principal, server string, kind Kind, name string) Explan
 	if sv == nil {
 		return ex
 	}
-	for _, l := range sv.kinds[kind].layers() {
+	for _, l := range sv.kinds[kind] {
 		if len(ex.Scopes) == 0 || ex.Scopes[len(ex.Scopes)-1] != l.scope {
 			ex.Scopes = append(ex.Scopes, l.scope)
 		}

@@ -143,7 +143,16 @@ const hexDigits = "0123456789abcdef"
 // encoding/json does, so every line is valid JSON whatever a client sent.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
-	for i := 0; i < len(s); {
+	// Most names need no escaping: copy the plain prefix in one append.
+	plain := 0
+	for plain < len(s) {
+		if c := s[plain]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			break
+		}
+		plain++
+	}
+	b = append(b, s[:plain]...)
+	for i := plain; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {

@@ -104,10 +104,20 @@ var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "pol
 // decide decides and records one decision.
 func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op) (runtime.Decision, error) {
 	d := t.Decide(principal, server, kind, name)
-	err := g.cfg.Log.Log(&Record{
-		Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
-		Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
-	})
+	record := func() Record {
+		return Record{
+			Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
+			Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
+		}
+	}
+	var err error
+	if jl, ok := g.cfg.Log.(*JSONLog); ok {
+		r := record() // the command's log: the record stays on the stack
+		err = jl.Log(&r)
+	} else {
+		r := record()
+		err = g.cfg.Log.Log(&r)
+	}
 	if err != nil {
 		g.logger.Error("decision log write failed", "error", err.Error())
 		return runtime.Decision{Effect: runtime.Deny}, errLogFailed

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -82,4 +83,23 @@ func validUTF8(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// TestPolicyWorkAllocatesNothing pins that the gateway's own work on a
+// tools/call (split the name, decide, write the decision line, build the
+// forwarded _meta) allocates nothing with the command's JSON-lines log.
+func TestPolicyWorkAllocatesNothing(t *testing.T) {
+	s := newBench(t, "inmemory")
+	defer s.close()
+	var meta mcp.Meta
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := s.g.authorizeCall("alice", "github__echo"); err != nil {
+			t.Fatal(err)
+		}
+		_, done := s.g.forwardMeta(meta, nil)
+		done()
+	})
+	if allocs != 0 {
+		t.Errorf("policy work allocates %.1f times per call; want 0", allocs)
+	}
 }

@@ -139,16 +139,21 @@ func (a *Access) OrderedLists() []*List {
 }
 
 // FreezeItems decides every item of a catalogue with table t, for a
-// principal with no group or principal scope of their own, and returns the
-// decisions sorted by server, kind and name. An item of a server the policy
-// does not define is denied, as the gateway denies it. The decisions come
-// from the runtime that enforces the table, so they cannot disagree with it.
+// principal with no group or principal scope of their own and then for
+// each principal that has some, and returns the decisions sorted by
+// server, kind, name and principal. A named principal's decision is listed
+// only where its effect or deciding rule differs from the one without a
+// principal, so the list grows with what scopes change, not with the
+// number of principals. An item of a server the policy does not define is
+// denied, as the gateway denies it. The decisions come from the runtime
+// that enforces the table, so they cannot disagree with it.
 func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
 	rt, err := runtime.LoadForInspection(t)
 	if err != nil {
 		return nil, err
 	}
 	items := []table.Item{}
+	principals := rt.Principals()
 	for it := range cat.Items() {
 		kind, ok := runtime.ParseKind(it.Kind)
 		if !ok {
@@ -160,6 +165,13 @@ func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
 			ti.InputSchemaDigest = it.Tool.InputSchemaDigest()
 		}
 		items = append(items, ti)
+		for _, p := range principals {
+			if pd := rt.Decide(p, it.Server, kind, it.Name); pd.Effect != d.Effect || pd.Origin != d.Origin {
+				pi := ti
+				pi.Decision, pi.Origin, pi.Principal = pd.Effect.String(), pd.Origin, p
+				items = append(items, pi)
+			}
+		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].Less(items[j]) })
 	return items, nil

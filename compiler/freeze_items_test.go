@@ -49,6 +49,12 @@ mcp_servers: github: access: tool: {
 	approval_timeout_seconds: 60
 }
 mcp_servers: memory: access: resource: allow_list: ["memory://*"]
+groups: contractors: {
+	members: ["carol", "dan"]
+	mcp_servers: github: access: tool: approval_list: ["get_*"]
+}
+principals: dan: mcp_servers: github: access: tool: deny_list: ["merge_*"]
+principals: erin: mcp_servers: memory: access: resource: allow_list: ["memory://*"]
 `
 
 func compileItems(t *testing.T) []byte {
@@ -75,16 +81,23 @@ func TestFreezeItems(t *testing.T) {
 	}
 	var got []string
 	for _, it := range tab.Items {
-		got = append(got, strings.Join([]string{it.Server, it.Kind, it.Name, it.Decision, it.Origin, it.InputSchemaDigest}, " "))
+		got = append(got, strings.Join([]string{it.Server, it.Kind, it.Name, it.Principal, it.Decision, it.Origin, it.InputSchemaDigest}, " "))
 	}
 	ro := catalog.Tool{InputSchema: json.RawMessage(`{"type":"object"}`)}
+	// A named principal's item appears only where their scopes change the
+	// decision or the rule that decides it: the contractors hold get_issue
+	// for approval, dan is also denied merges; erin's allow_list admits
+	// what the server already allows, so erin has no item.
 	want := []string{
-		"github prompt triage allow p.cue:4 ",
-		"github tool delete_repository deny  ",
-		"github tool get_issue allow p.cue:6 " + ro.InputSchemaDigest(),
-		"github tool merge_pull_request approve p.cue:7 ",
-		"memory resource memory://notes allow p.cue:11 ",
-		"unlisted tool anything deny  ",
+		"github prompt triage  allow p.cue:4 ",
+		"github tool delete_repository  deny  ",
+		"github tool get_issue  allow p.cue:6 " + ro.InputSchemaDigest(),
+		"github tool get_issue carol approve p.cue:14 " + ro.InputSchemaDigest(),
+		"github tool get_issue dan approve p.cue:14 " + ro.InputSchemaDigest(),
+		"github tool merge_pull_request  approve p.cue:7 ",
+		"github tool merge_pull_request dan deny p.cue:16 ",
+		"memory resource memory://notes  allow p.cue:11 ",
+		"unlisted tool anything  deny  ",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("items:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -128,6 +141,10 @@ func TestTableCheckItems(t *testing.T) {
 		{[]table.Item{{Server: "b", Kind: "tool", Name: "x", Decision: "deny"}, {Server: "a", Kind: "tool", Name: "x", Decision: "deny"}}, "not sorted"},
 		{[]table.Item{{Server: "a", Kind: "tool", Name: "x", Decision: "deny"}, {Server: "a", Kind: "tool", Name: "x", Decision: "deny"}}, "listed twice"},
 		{[]table.Item{{Server: "a", Kind: "tool", Decision: "deny"}}, "needs a server and a name"},
+		{[]table.Item{{Server: "a", Kind: "tool", Name: "x", Decision: "deny", Principal: "bob"}, {Server: "a", Kind: "tool", Name: "x", Decision: "deny"}}, "not sorted"},
+		{[]table.Item{{Server: "a", Kind: "tool", Name: "x", Decision: "deny", Principal: "bob"}}, "without the item's decision for everyone else"},
+		{[]table.Item{{Server: "a", Kind: "tool", Name: "x", Decision: "deny"}, {Server: "a", Kind: "tool", Name: "y", Decision: "deny", Principal: "bob"}}, "without the item's decision for everyone else"},
+		{[]table.Item{{Server: "a", Kind: "tool", Name: "x", Decision: "deny", Principal: "bob"}, {Server: "a", Kind: "tool", Name: "x", Decision: "deny", Principal: "bob"}}, "listed twice"},
 	} {
 		tab := &table.Table{Servers: map[string]table.Server{}, Items: tc.items}
 		err := tab.Check()

@@ -11,6 +11,7 @@ package runtime
 import (
 	"fmt"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -283,6 +284,18 @@ func LoadForInspection(src *table.Table) (*Table, error) {
 	}
 	close(t.ready)
 	return t, nil
+}
+
+// Principals returns, sorted, the principals whose group or principal
+// scopes give them decisions of their own; every other principal decides
+// as the empty principal does.
+func (t *Table) Principals() []string {
+	out := make([]string, 0, len(t.named))
+	for p := range t.named {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Ready is closed when every automaton of the table is built.

@@ -67,9 +67,12 @@ type Table struct {
 	// Format is the table format version, Format.
 	Format string `json:"format"`
 	// Items are the decisions for every catalogued item, when the policy
-	// was compiled with a catalogue snapshot: sorted by server, kind and
-	// name. They record what the rules decided at compile time; the
-	// gateway decides from the rules, never from this list.
+	// was compiled with a catalogue snapshot: sorted by server, kind, name
+	// and principal. Each item has the decision for a principal with no
+	// scope of their own, then one per named principal whose decision or
+	// deciding rule differs from it. They record what the rules decided at
+	// compile time; the gateway decides from the rules, never from this
+	// list.
 	Items []Item `json:"items,omitempty"`
 	// Scopes are the narrowing scopes in evaluation order: global, then
 	// groups, then principals, each sorted by name.
@@ -95,7 +98,8 @@ type Source struct {
 }
 
 // Item is the frozen decision for one catalogued tool, prompt or resource,
-// for a principal with no group or principal scope of their own.
+// for a principal with no group or principal scope of their own or, when
+// Principal is set, for that principal.
 type Item struct {
 	// Decision is "allow", "approve" or "deny".
 	Decision string `json:"decision"`
@@ -109,10 +113,14 @@ type Item struct {
 	// Origin is the file:line of the deciding rule or default; empty for
 	// the built-in deny.
 	Origin string `json:"origin,omitempty"`
-	Server string `json:"server"`
+	// Principal, when set, names the principal the decision is for, whose
+	// own scopes make it differ from the decision of the item without one.
+	Principal string `json:"principal,omitempty"`
+	Server    string `json:"server"`
 }
 
-// Less orders items by server, kind and name.
+// Less orders items by server, kind, name and principal, the item
+// without a principal first.
 func (it Item) Less(o Item) bool {
 	if it.Server != o.Server {
 		return it.Server < o.Server
@@ -120,7 +128,10 @@ func (it Item) Less(o Item) bool {
 	if it.Kind != o.Kind {
 		return it.Kind < o.Kind
 	}
-	return it.Name < o.Name
+	if it.Name != o.Name {
+		return it.Name < o.Name
+	}
+	return it.Principal < o.Principal
 }
 
 // Channel is a way to reach a human for approvals and consent.
@@ -344,7 +355,10 @@ func (t *Table) Check() error {
 			add("items[%d]: an input-schema digest on a %s", i, it.Kind)
 		}
 		if i > 0 && !t.Items[i-1].Less(it) {
-			add("items[%d]: items are not sorted by server, kind and name, or %s %s %q is listed twice", i, it.Server, it.Kind, it.Name)
+			add("items[%d]: items are not sorted by server, kind, name and principal, or %s %s %q is listed twice", i, it.Server, it.Kind, it.Name)
+		}
+		if it.Principal != "" && (i == 0 || t.Items[i-1].Server != it.Server || t.Items[i-1].Kind != it.Kind || t.Items[i-1].Name != it.Name) {
+			add("items[%d]: %s %s %q for principal %q comes without the item's decision for everyone else", i, it.Server, it.Kind, it.Name, it.Principal)
 		}
 	}
 	for name, c := range t.Channels {

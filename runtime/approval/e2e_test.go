@@ -13,10 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/gateway"
-	"github.com/policyc/policyc/runtime/table"
 )
 
 // e2ePolicy holds merge_pull_request for approval on the approvals page and
@@ -46,20 +45,7 @@ mcp_servers: github: {
 
 func compileTable(t testing.TB, src string, serial uint64) *runtime.Table {
 	t.Helper()
-	res := compiler.Compile(compiler.Input{
-		Files:  []compiler.File{{Name: "policy.cue", Data: []byte(src)}},
-		Source: table.Source{PolicyPath: "test"},
-		Serial: serial,
-	})
-	for _, d := range res.Diagnostics {
-		if d.Severity == compiler.Error {
-			t.Fatalf("test policy does not compile: %s", d.Format(""))
-		}
-	}
-	if _, err := table.Encode(res.Table); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := runtime.Load(policytest.Compile(t, src, serial))
 	if err != nil {
 		t.Fatal(err)
 	}

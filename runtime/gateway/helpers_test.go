@@ -20,7 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
@@ -80,29 +80,10 @@ mcp_servers: github: access: tool: {
 mcp_servers: linear: access: tool: allow_list: ["echo"]
 `
 
-// compileTable compiles a policy source into a decision table.
-func compileTable(t testing.TB, src string, serial uint64) *table.Table {
-	t.Helper()
-	res := compiler.Compile(compiler.Input{
-		Files:  []compiler.File{{Name: "policy.cue", Data: []byte(src)}},
-		Source: table.Source{PolicyPath: "test"},
-		Serial: serial,
-	})
-	for _, d := range res.Diagnostics {
-		if d.Severity == compiler.Error {
-			t.Fatalf("test policy does not compile: %s", d.Format(""))
-		}
-	}
-	if _, err := table.Encode(res.Table); err != nil {
-		t.Fatal(err)
-	}
-	return res.Table
-}
-
 // loadTable compiles and loads a policy, as a developer tool would.
 func loadTable(t testing.TB, src string, serial uint64) *runtime.Table {
 	t.Helper()
-	rt, err := runtime.Load(compileTable(t, src, serial))
+	rt, err := runtime.Load(policytest.Compile(t, src, serial))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,29 +144,49 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 		}
 	}
 	t := g.table.Load()
-	res := &mcp.ListToolsResult{Cacheable: private, Tools: []*mcp.Tool{}}
+	// Held tools are listed: the hold happens on the call.
+	tools, err := listNamed(g, t, principal, runtime.Tool, runtime.Approve,
+		func(c *catalogue) []*mcp.Tool { return c.tools }, func(tool *mcp.Tool) string { return tool.Name },
+		func(u *upstream, tool *mcp.Tool) (*mcp.Tool, error) {
+			c := *tool
+			c.Name = Join(u.name, tool.Name)
+			var err error
+			c.Meta, err = g.uiLinks(t, principal, u.name, tool.Meta)
+			return &c, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListToolsResult{Cacheable: private, Tools: tools}, nil
+}
+
+// listNamed lists the items of every connected upstream whose decision for
+// principal grants at least least, as the copies copyAs makes of them
+// (namespaced).
+func listNamed[T any](g *Gateway, t *runtime.Table, principal string, kind runtime.Kind, least runtime.Effect,
+	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) (T, error)) ([]T, error) {
+	out := []T{}
 	for _, u := range g.ups {
 		st := u.snapshot()
 		if st.session == nil || st.cat == nil {
 			continue
 		}
-		for _, tool := range st.cat.tools {
-			d, err := g.decide(t, principal, u.name, runtime.Tool, tool.Name, OpList)
+		for _, it := range items(st.cat) {
+			d, err := g.decide(t, principal, u.name, kind, name(it), OpList)
 			if err != nil {
 				return nil, err
 			}
-			if d.Effect == runtime.Deny {
+			if d.Effect < least {
 				continue
 			}
-			c := *tool
-			c.Name = Join(u.name, tool.Name)
-			if c.Meta, err = g.uiLinks(t, principal, u.name, tool.Meta); err != nil {
+			c, err := copyAs(u, it)
+			if err != nil {
 				return nil, err
 			}
-			res.Tools = append(res.Tools, &c)
+			out = append(out, c)
 		}
 	}
-	return res, nil
+	return out, nil
 }
 
 // UI link keys of a tool's _meta: SEP-1865's ui.resourceUri, and the flat
@@ -508,27 +528,18 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 			return nil, err
 		}
 	}
-	t := g.table.Load()
-	res := &mcp.ListPromptsResult{Cacheable: private, Prompts: []*mcp.Prompt{}}
-	for _, u := range g.ups {
-		st := u.snapshot()
-		if st.session == nil || st.cat == nil {
-			continue
-		}
-		for _, p := range st.cat.prompts {
-			d, err := g.decide(t, principal, u.name, runtime.Prompt, p.Name, OpList)
-			if err != nil {
-				return nil, err
-			}
-			if d.Effect != runtime.Allow {
-				continue
-			}
+	// A prompt is never held: one on approval is not listed.
+	prompts, err := listNamed(g, g.table.Load(), principal, runtime.Prompt, runtime.Allow,
+		func(c *catalogue) []*mcp.Prompt { return c.prompts }, func(p *mcp.Prompt) string { return p.Name },
+		func(u *upstream, p *mcp.Prompt) (*mcp.Prompt, error) {
 			c := *p
 			c.Name = Join(u.name, p.Name)
-			res.Prompts = append(res.Prompts, &c)
-		}
+			return &c, nil
+		})
+	if err != nil {
+		return nil, err
 	}
-	return res, nil
+	return &mcp.ListPromptsResult{Cacheable: private, Prompts: prompts}, nil
 }
 
 func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPromptRequest) (mcp.Result, error) {

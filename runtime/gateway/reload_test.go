@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime"
 )
 
@@ -31,7 +32,7 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(key.sign(t, compileTable(t, testPolicy, 10)))
+	write(key.sign(t, policytest.Compile(t, testPolicy, 10)))
 	tg := startGateway(t, func(c *Config) {
 		c.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, stateDir)
 	})
@@ -48,7 +49,7 @@ func TestReload(t *testing.T) {
 	}
 
 	t.Run("good", func(t *testing.T) {
-		write(key.sign(t, compileTable(t, denyEcho, 11)))
+		write(key.sign(t, policytest.Compile(t, denyEcho, 11)))
 		if err := tg.Reload(); err != nil {
 			t.Fatalf("Reload: %v", err)
 		}
@@ -86,7 +87,7 @@ func TestReload(t *testing.T) {
 	}
 
 	t.Run("tampered", func(t *testing.T) {
-		b := key.sign(t, compileTable(t, testPolicy, 12))
+		b := key.sign(t, policytest.Compile(t, testPolicy, 12))
 		// Flip one base64 character of the payload.
 		i := bytes.Index(b, []byte(`"payload": "`)) + len(`"payload": "`) + 40
 		if b[i] == 'A' {
@@ -98,11 +99,11 @@ func TestReload(t *testing.T) {
 		refused(t, runtime.ErrBadSignature, "keeps serving")
 	})
 	t.Run("untrusted key", func(t *testing.T) {
-		write(newSigner(t).sign(t, compileTable(t, testPolicy, 12)))
+		write(newSigner(t).sign(t, policytest.Compile(t, testPolicy, 12)))
 		refused(t, runtime.ErrUntrusted, "untrusted")
 	})
 	t.Run("unsigned", func(t *testing.T) {
-		raw := compileTable(t, testPolicy, 12)
+		raw := policytest.Compile(t, testPolicy, 12)
 		tb, err := encodeTable(raw)
 		if err != nil {
 			t.Fatal(err)
@@ -115,26 +116,26 @@ func TestReload(t *testing.T) {
 		refused(t, os.ErrNotExist, "no such file")
 	})
 	t.Run("rollback", func(t *testing.T) {
-		write(key.sign(t, compileTable(t, testPolicy, 9)))
+		write(key.sign(t, policytest.Compile(t, testPolicy, 9)))
 		refused(t, runtime.ErrRollback, "older")
 	})
 	t.Run("rollback without state", func(t *testing.T) {
 		// The gateway refuses a rollback itself too, whatever the loader's
 		// state directory says.
 		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, "")
-		write(key.sign(t, compileTable(t, testPolicy, 10)))
+		write(key.sign(t, policytest.Compile(t, testPolicy, 10)))
 		refused(t, runtime.ErrRollback, "older than serial 11, which is serving")
 	})
 	t.Run("same serial, other content", func(t *testing.T) {
-		write(key.sign(t, compileTable(t, testPolicy, 11)))
+		write(key.sign(t, policytest.Compile(t, testPolicy, 11)))
 		refused(t, nil, "must carry a newer serial")
 	})
 	t.Run("approvals without a gate", func(t *testing.T) {
-		write(key.sign(t, compileTable(t, approvalPolicy, 13)))
+		write(key.sign(t, policytest.Compile(t, approvalPolicy, 13)))
 		refused(t, ErrApprovalsWithoutGate, "merge_pull_request")
 	})
 	t.Run("unchanged", func(t *testing.T) {
-		write(key.sign(t, compileTable(t, denyEcho, 11)))
+		write(key.sign(t, policytest.Compile(t, denyEcho, 11)))
 		if err := tg.Reload(); err != nil {
 			t.Errorf("reloading the serving table: %v", err)
 		}
@@ -165,7 +166,7 @@ func TestBootRefusals(t *testing.T) {
 	t.Run("untrusted table", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "t.json")
-		os.WriteFile(path, newSigner(t).sign(t, compileTable(t, testPolicy, 1)), 0o644)
+		os.WriteFile(path, newSigner(t).sign(t, policytest.Compile(t, testPolicy, 1)), 0o644)
 		cfg := base()
 		cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{newSigner(t).pub}, dir)
 		if _, err := New(ctx, cfg); !errors.Is(err, runtime.ErrUntrusted) {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -127,24 +128,12 @@ func diffText(field, a, b string) []string {
 
 func diffPrompt(a, b Prompt) []string {
 	var ws []string
-	if !equalArgs(a.Arguments, b.Arguments) {
+	if !slices.Equal(a.Arguments, b.Arguments) {
 		ws = append(ws, "arguments changed")
 	}
 	ws = append(ws, diffText("title", a.Title, b.Title)...)
 	ws = append(ws, diffText("description", a.Description, b.Description)...)
 	return ws
-}
-
-func equalArgs(a, b []PromptArgument) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func diffResource(a, b Resource) []string {

@@ -109,10 +109,7 @@ func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Expo
 			continue
 		}
 		// Claude Code asks about every tool no rule lists.
-		outside := "tools no rule lists"
-		if p.catalogued {
-			outside = "tools outside the catalogue"
-		}
+		outside := p.outside()
 		if p.unlisted[runtime.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, and cannot deny them without denying the whole server; the table denies %s", p.server, outside, denyReason(p)))
 			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
@@ -190,10 +187,7 @@ func Cursor(t *runtime.Table, cat *catalog.Catalog, principal, source string) (*
 		if len(denied) > 0 {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny %s: left off the allowlist, so Cursor asks before each call", p.server, quoteList(denied, 5)))
 		}
-		outside := "tools no rule lists"
-		if p.catalogued {
-			outside = "tools outside the catalogue"
-		}
+		outside := p.outside()
 		if p.unlisted[runtime.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s; the table denies %s", p.server, outside, denyReason(p)))
 			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})

@@ -71,6 +71,14 @@ type plan struct {
 	defaultDeny bool
 }
 
+// outside says, for notes, which of the server's tools are not in names.
+func (p *plan) outside() string {
+	if p.catalogued {
+		return "tools outside the catalogue"
+	}
+	return "tools no rule lists"
+}
+
 // plans analyses every server of the table and of the catalogue.
 func plans(t *runtime.Table, cat *catalog.Catalog, principal string) []*plan {
 	src := t.Source()

@@ -39,11 +39,7 @@ func WriteText(w io.Writer, r *Report) error {
 			return err
 		}
 	}
-	for _, sec := range []struct {
-		title string
-		rules []Rule
-		root  string
-	}{{"Rules added", r.RulesAdded, r.New.PolicyPath}, {"Rules removed", r.RulesRemoved, r.Old.PolicyPath}} {
+	for _, sec := range r.ruleSections() {
 		if len(sec.rules) == 0 {
 			continue
 		}
@@ -111,11 +107,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				c.Before.Effect, c.After.Effect, decidedBy(c.After, r.New.PolicyPath, markdown))
 		}
 	}
-	for _, sec := range []struct {
-		title string
-		rules []Rule
-		root  string
-	}{{"Rules added", r.RulesAdded, r.New.PolicyPath}, {"Rules removed", r.RulesRemoved, r.Old.PolicyPath}} {
+	for _, sec := range r.ruleSections() {
 		if len(sec.rules) == 0 {
 			continue
 		}
@@ -286,4 +278,16 @@ func mdCode(s string) string {
 		pad = " "
 	}
 	return fence + pad + mdCell(s) + pad + fence
+}
+
+// ruleSection is one list of rules a report shows, with the policy root
+// its origins are relative to.
+type ruleSection struct {
+	title string
+	rules []Rule
+	root  string
+}
+
+func (r *Report) ruleSections() []ruleSection {
+	return []ruleSection{{"Rules added", r.RulesAdded, r.New.PolicyPath}, {"Rules removed", r.RulesRemoved, r.Old.PolicyPath}}
 }

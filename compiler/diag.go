@@ -1,9 +1,10 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -106,22 +107,19 @@ func (d Diagnostic) Format(root string) string {
 // SortDiagnostics orders diagnostics by file, line, column, then code and
 // message, so output is stable.
 func SortDiagnostics(ds []Diagnostic) {
-	sort.SliceStable(ds, func(i, j int) bool {
-		a, b := ds[i], ds[j]
-		if a.Pos.File != b.Pos.File {
-			return a.Pos.File < b.Pos.File
-		}
-		if a.Pos.Line != b.Pos.Line {
-			return a.Pos.Line < b.Pos.Line
-		}
-		if a.Pos.Column != b.Pos.Column {
-			return a.Pos.Column < b.Pos.Column
-		}
-		if a.Code != b.Code {
-			return a.Code < b.Code
-		}
-		return a.Message < b.Message
-	})
+	slices.SortStableFunc(ds, CompareDiagnostics)
+}
+
+// CompareDiagnostics is the order of SortDiagnostics: file, line, column,
+// code, message.
+func CompareDiagnostics(a, b Diagnostic) int {
+	return cmp.Or(
+		cmp.Compare(a.Pos.File, b.Pos.File),
+		cmp.Compare(a.Pos.Line, b.Pos.Line),
+		cmp.Compare(a.Pos.Column, b.Pos.Column),
+		cmp.Compare(a.Code, b.Code),
+		cmp.Compare(a.Message, b.Message),
+	)
 }
 
 // HasErrors reports whether any diagnostic is an error.

@@ -12,7 +12,7 @@ package lint
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/policyc/policyc/compiler"
 )
@@ -144,20 +144,5 @@ func (r *Report) add(d compiler.Diagnostic, cfg *Config) {
 // sortFindings orders findings as compiler.SortDiagnostics orders
 // diagnostics.
 func sortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		x, y := fs[i].Diagnostic, fs[j].Diagnostic
-		if x.Pos.File != y.Pos.File {
-			return x.Pos.File < y.Pos.File
-		}
-		if x.Pos.Line != y.Pos.Line {
-			return x.Pos.Line < y.Pos.Line
-		}
-		if x.Pos.Column != y.Pos.Column {
-			return x.Pos.Column < y.Pos.Column
-		}
-		if x.Code != y.Code {
-			return x.Code < y.Code
-		}
-		return x.Message < y.Message
-	})
+	slices.SortStableFunc(fs, func(x, y Finding) int { return compiler.CompareDiagnostics(x.Diagnostic, y.Diagnostic) })
 }

@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // Format is the snapshot format version this build writes and reads.
@@ -268,7 +270,7 @@ func (s *Snapshot) Check() error {
 	if s.Format != Format {
 		add("format %q is not %q", s.Format, Format)
 	}
-	if !ValidServerName(s.Server) {
+	if !table.ValidName(s.Server) {
 		add("server %q is not a server name (letters, digits, '.', '_' and '-', starting with a letter or digit)", s.Server)
 	}
 	errs = append(errs, uniqueNames("tools", "a tool without a name", s.Tools, func(t Tool) string { return t.Name })...)
@@ -299,19 +301,6 @@ func uniqueNames[T any](list, unnamed string, items []T, name func(T) string) []
 		}
 	}
 	return errs
-}
-
-// ValidServerName reports whether s can name a server: the policy schema's
-// #Name, ^[A-Za-z0-9][A-Za-z0-9._-]*$.
-func ValidServerName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // Counts is a one-line summary of a snapshot, e.g. "3 tools, 1 prompt,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/httpheader"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // protocolVersion is the version asked for in the handshake: the one every
@@ -177,7 +178,7 @@ type puller struct {
 }
 
 func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
-	if !catalog.ValidServerName(p.up.Name) {
+	if !table.ValidName(p.up.Name) {
 		return nil, fmt.Errorf("%q is not a server name", p.up.Name)
 	}
 	p.stage.Store("starting it")

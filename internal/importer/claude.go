@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -54,7 +53,7 @@ func ParseClaudeRule(rule string) (r ClaudeRule, mcp bool, err error) {
 	switch {
 	case strings.Contains(server, "*"):
 		return ClaudeRule{}, true, fmt.Errorf("%q: a wildcard must follow a literal mcp__<server>__ prefix; Claude Code skips a rule like this one", rule)
-	case !catalog.ValidServerName(server):
+	case !table.ValidName(server):
 		return ClaudeRule{}, true, fmt.Errorf("%q: %q cannot name a server", rule, server)
 	case !two:
 		return ClaudeRule{Server: server}, true, nil

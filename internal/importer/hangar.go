@@ -12,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -184,7 +183,7 @@ func (h *hangarImport) run(data []byte) {
 func (h *hangarImport) server(section string, k, v *yaml.Node) {
 	name := k.Value
 	path := section + "." + name
-	if !catalog.ValidServerName(name) {
+	if !table.ValidName(name) {
 		h.errorf(k, path, "rename the server to letters, digits, '.', '_' and '-', starting with a letter or digit (and use the same name in the gateway configuration)",
 			"%q cannot name a policyc server", name)
 		return

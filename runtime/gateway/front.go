@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // MaxMessageBytes bounds one message a client sends over stdio.
@@ -438,8 +439,8 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if err != nil || len(b) != sha256.Size {
 			return nil, fmt.Errorf("token hash %q is not a hex SHA-256 (64 hex digits; compute it with: printf %%s \"$TOKEN\" | sha256sum)", h)
 		}
-		if !validName(p) {
-			return nil, fmt.Errorf("token hash %s: principal %q is not a valid name", h, p)
+		if !table.ValidPrincipal(p) {
+			return nil, fmt.Errorf("token hash %s: principal %q is not a valid principal name", h, p)
 		}
 		var k [sha256.Size]byte
 		copy(k[:], b)

@@ -131,7 +131,7 @@ func TestHTTPFrontConfig(t *testing.T) {
 	}{
 		{nil, "no bearer tokens"},
 		{map[string]string{"abc": "alice"}, "not a hex SHA-256"},
-		{map[string]string{tokenHash("x"): "not a name"}, "not a valid name"},
+		{map[string]string{tokenHash("x"): "not a name"}, "not a valid principal name"},
 	} {
 		if _, err := tg.HTTPHandler(HTTPOptions{Tokens: tc.tokens}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.tokens, err, tc.want)
@@ -295,5 +295,31 @@ func TestServeIOStopAfterInputEnded(t *testing.T) {
 	}
 	if d := time.Since(stopped); d > StopTimeout+2*time.Second {
 		t.Errorf("ServeIO returned %s after the stop; want within StopTimeout (%s)", d.Round(time.Millisecond), StopTimeout)
+	}
+}
+
+// TestPrincipalNamesAsInThePolicy: a principal the policy can name (an
+// e-mail address, say) can connect, over HTTP and in process, and its own
+// scope decides for it.
+func TestPrincipalNamesAsInThePolicy(t *testing.T) {
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, testPolicy+`
+principals: "carol@example.com": mcp_servers: github: access: tool: deny_list: ["echo"]
+`, 1))
+	})
+	if _, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("t"): "carol@example.com"}}); err != nil {
+		t.Fatalf("HTTP front with an e-mail principal: %v", err)
+	}
+	carol := tg.client(t, "carol@example.com", legacyVersion, nil)
+	// Denied answers as absent.
+	if _, err := carol.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Errorf("carol's own deny_list did not apply: %v", err)
+	}
+	alice := tg.client(t, "alice", legacyVersion, nil)
+	if msg, isErr := callText(t, alice, "github__echo"); isErr {
+		t.Errorf("alice: %q", msg)
+	}
+	if _, err := tg.Connect(context.Background(), "carol example", nil); err == nil {
+		t.Error("a principal name with a space was accepted")
 	}
 }

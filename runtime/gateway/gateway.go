@@ -411,8 +411,8 @@ func (g *Gateway) Upstream(name string) (up bool, reason error) {
 
 // Connect serves one client session for principal over t.
 func (g *Gateway) Connect(ctx context.Context, principal string, t mcp.Transport) (*mcp.ServerSession, error) {
-	if !validName(principal) {
-		return nil, fmt.Errorf("principal %q: a principal is a name of letters, digits, '.', '_' and '-'", principal)
+	if !table.ValidPrincipal(principal) {
+		return nil, fmt.Errorf("principal %q: a principal is a name of letters, digits and '.', '_', '@', '+', ':', '/', '-', starting with a letter or digit", principal)
 	}
 	return g.serverFor(principal).Connect(ctx, t, nil)
 }

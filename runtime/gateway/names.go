@@ -3,6 +3,8 @@ package gateway
 import (
 	"fmt"
 	"strings"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // Separator joins an upstream's name and one of its tool or prompt names
@@ -37,7 +39,7 @@ func CheckUpstreamName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("an upstream name must not be empty")
-	case !validName(name):
+	case !table.ValidName(name):
 		return fmt.Errorf("upstream name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit (the name of the server in the policy's mcp_servers)", name)
 	case strings.Contains(name, Separator):
 		return fmt.Errorf("upstream name %q contains %q, the separator of namespaced tool and prompt names; rename the server (in the policy too)", name, Separator)
@@ -45,16 +47,4 @@ func CheckUpstreamName(name string) error {
 		return fmt.Errorf("upstream name %q ends in '_', which would make namespaced names ambiguous; rename the server (in the policy too)", name)
 	}
 	return nil
-}
-
-// validName matches the policy schema's #Name: ^[A-Za-z0-9][A-Za-z0-9._-]*$.
-func validName(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
-			return false
-		}
-	}
-	return s != ""
 }

@@ -44,7 +44,8 @@ func (e Effect) String() string {
 // MarshalText prints effects as their table words.
 func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
 
-func parseEffect(s string) (Effect, bool) {
+// ParseEffect reads "deny", "approve" or "allow", as the table writes them.
+func ParseEffect(s string) (Effect, bool) {
 	switch s {
 	case table.Deny:
 		return Deny, true
@@ -447,7 +448,7 @@ func (l *layer) neutral() bool {
 func compileLayer(scope string, a *table.Access) (*layer, error) {
 	l := &layer{scope: scope, rules: a.Rules, origin: a.DefaultOrigin, timeout: a.ApprovalTimeoutSeconds, channel: a.ApprovalChannel}
 	var ok bool
-	if l.def, ok = parseEffect(a.Default); !ok || l.def == Approve {
+	if l.def, ok = ParseEffect(a.Default); !ok || l.def == Approve {
 		return nil, fmt.Errorf("invalid default %q", a.Default)
 	}
 	pats := make([]*glob.Pattern, len(a.Rules))
@@ -458,7 +459,7 @@ func compileLayer(scope string, a *table.Access) (*layer, error) {
 			return nil, fmt.Errorf("rule %d (%s): %w", i, r.Origin, err)
 		}
 		pats[i] = p
-		if l.effects[i], ok = parseEffect(r.Effect); !ok {
+		if l.effects[i], ok = ParseEffect(r.Effect); !ok {
 			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
 		}
 	}

@@ -117,11 +117,11 @@ func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *
 	named := map[string]bool{}
 	uniform := true
 	for _, l := range layers {
-		def, _ := effectOf(l.Default)
+		def, _ := runtime.ParseEffect(l.Default)
 		p.unlisted[def] = true
 		p.defaultDeny = p.defaultDeny || def == runtime.Deny
 		for _, r := range l.Rules {
-			e, _ := effectOf(r.Effect)
+			e, _ := runtime.ParseEffect(r.Effect)
 			if e != def {
 				uniform = false
 			}
@@ -161,8 +161,9 @@ func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *
 func toolLayers(src *table.Table, principal, server string) []*table.Access {
 	s := src.Servers[server]
 	layers := []*table.Access{s.Tool}
-	for _, sc := range src.Scopes {
-		if !applies(sc, principal) {
+	for i := range src.Scopes {
+		sc := &src.Scopes[i]
+		if !sc.AppliesTo(principal) {
 			continue
 		}
 		for _, key := range []string{table.AllServers, server} {
@@ -172,34 +173,6 @@ func toolLayers(src *table.Table, principal, server string) []*table.Access {
 		}
 	}
 	return layers
-}
-
-func applies(sc table.Scope, principal string) bool {
-	switch {
-	case sc.Name == "global":
-		return true
-	case strings.HasPrefix(sc.Name, "group:"):
-		for _, m := range sc.Members {
-			if principal != "" && m == principal {
-				return true
-			}
-		}
-	case strings.HasPrefix(sc.Name, "principal:"):
-		return principal != "" && sc.Name == "principal:"+principal
-	}
-	return false
-}
-
-func effectOf(s string) (runtime.Effect, bool) {
-	switch s {
-	case table.Deny:
-		return runtime.Deny, true
-	case table.Approve:
-		return runtime.Approve, true
-	case table.Allow:
-		return runtime.Allow, true
-	}
-	return runtime.Deny, false
 }
 
 // minUnlisted is the least access a tool outside the plan's names may get.

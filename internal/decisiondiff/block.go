@@ -415,7 +415,7 @@ func (b *block) model(t *table.Table) (model, error) {
 	m := model{exists: exists}
 	var sig strings.Builder
 	add := func(scope, id string, a *table.Access) error {
-		def, ok := effectOf(a.Default)
+		def, ok := runtime.ParseEffect(a.Default)
 		if !ok || def == runtime.Approve {
 			return fmt.Errorf("table: server %q %s: invalid default %q", b.server, b.kind, a.Default)
 		}
@@ -423,7 +423,7 @@ func (b *block) model(t *table.Table) (model, error) {
 		fmt.Fprintf(&sig, "[%s %s", id, a.Default)
 		for k := range a.Rules {
 			r := &a.Rules[k]
-			eff, ok := effectOf(r.Effect)
+			eff, ok := runtime.ParseEffect(r.Effect)
 			if !ok {
 				return fmt.Errorf("table: server %q %s: invalid effect %q", b.server, b.kind, r.Effect)
 			}
@@ -487,18 +487,6 @@ func (b *block) model(t *table.Table) (model, error) {
 		m.sig, m.layers = "absent", nil
 	}
 	return m, nil
-}
-
-func effectOf(s string) (runtime.Effect, bool) {
-	switch s {
-	case table.Deny:
-		return runtime.Deny, true
-	case table.Approve:
-		return runtime.Approve, true
-	case table.Allow:
-		return runtime.Allow, true
-	}
-	return 0, false
 }
 
 // meeting returns the patterns other than self that can match a name

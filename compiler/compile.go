@@ -9,7 +9,8 @@ package compiler
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -204,7 +205,7 @@ func (c *compilation) check(p *Policy) {
 	if globalChannel != nil {
 		refs = append(refs, ref{globalChannel, "approval", "global.access.tool.approval_channel"})
 	}
-	for _, name := range sortedNames(p.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(p.Servers)) {
 		s := p.Servers[name]
 		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
 			refs = append(refs, ref{tool.Channel, "approval", tool.Path + ".approval_channel"})
@@ -217,7 +218,7 @@ func (c *compilation) check(p *Policy) {
 		if _, ok := p.Channels[r.s.Value]; !ok {
 			c.add(Diagnostic{Pos: r.s.Pos, Code: CodeUnknownChannel, Severity: Error, Path: r.path,
 				Message:    fmt.Sprintf("%s: %s channel %q is not defined in approval_channels", r.path, r.what, r.s.Value),
-				Suggestion: suggestion("define it under approval_channels, or use one of", sortedNames(p.Channels))})
+				Suggestion: suggestion("define it under approval_channels, or use one of", slices.Sorted(maps.Keys(p.Channels)))})
 		}
 	}
 	// reaches reports whether a reference ends at a human. An undefined
@@ -230,7 +231,7 @@ func (c *compilation) check(p *Policy) {
 		return !ok || ch.ReachesHuman
 	}
 	served := map[string]bool{}
-	for _, name := range sortedNames(p.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(p.Servers)) {
 		s := p.Servers[name]
 		ch := globalChannel
 		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
@@ -271,12 +272,12 @@ func (c *compilation) check(p *Policy) {
 				a.Approval.Path, plural(unserved, "server %s has", "servers %s have")),
 			Suggestion: "set approval_channel (on the server or in global.access.tool) to a channel with reaches_human: true, such as approvals_page: {}"})
 	}
-	all := sortedNames(p.Servers)
+	all := slices.Sorted(maps.Keys(p.Servers))
 	for _, name := range all {
 		checkApprovals(p.Servers[name].Access[table.KindTool], []string{name})
 	}
 	for _, sc := range p.scopes() {
-		for _, sname := range sortedNames(sc.Servers) {
+		for _, sname := range slices.Sorted(maps.Keys(sc.Servers)) {
 			ss := sc.Servers[sname]
 			if sname == table.AllServers {
 				checkApprovals(ss.Access[table.KindTool], all)
@@ -300,10 +301,10 @@ func (p *Policy) scopes() []*Scope {
 	if p.Global != nil {
 		out = append(out, p.Global)
 	}
-	for _, n := range sortedNames(p.Groups) {
+	for _, n := range slices.Sorted(maps.Keys(p.Groups)) {
 		out = append(out, p.Groups[n])
 	}
-	for _, n := range sortedNames(p.Principals) {
+	for _, n := range slices.Sorted(maps.Keys(p.Principals)) {
 		out = append(out, p.Principals[n])
 	}
 	return out
@@ -340,13 +341,4 @@ func suggestion(prefix string, names []string) string {
 		return strings.TrimSuffix(prefix, ", or use one of")
 	}
 	return prefix + " " + strings.Join(names, ", ")
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -258,7 +259,7 @@ type analyzer struct {
 func newAnalyzer(p *Policy) *analyzer {
 	a := &analyzer{
 		p:       p,
-		servers: sortedNames(p.Servers),
+		servers: slices.Sorted(maps.Keys(p.Servers)),
 		base:    map[string]map[string]*rblock{},
 		narrow:  map[blockKey]*rblock{},
 		ui:      map[string]*uiList{},
@@ -283,7 +284,7 @@ func newAnalyzer(p *Policy) *analyzer {
 		a.ui[name] = a.uiList(s)
 	}
 	for _, sc := range p.scopes() {
-		for _, sname := range sortedNames(sc.Servers) {
+		for _, sname := range slices.Sorted(maps.Keys(sc.Servers)) {
 			ss := sc.Servers[sname]
 			_, known := p.Servers[sname]
 			for _, k := range Kinds {
@@ -413,7 +414,7 @@ func (a *analyzer) buildClasses() {
 		named[n] = true
 	}
 	seen := map[string]bool{}
-	for _, name := range sortedNames(named) {
+	for _, name := range slices.Sorted(maps.Keys(named)) {
 		if name == "" {
 			continue
 		}
@@ -1059,7 +1060,7 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 	info, _ := LookupCode(CodeApprovalTimeout)
 	var out []Diagnostic
 	seen := map[Position]bool{}
-	servers := sortedNames(p.Servers)
+	servers := slices.Sorted(maps.Keys(p.Servers))
 	tool := func(sc *Scope, server string) *Access {
 		if sc == nil || sc.Servers[server] == nil {
 			return nil
@@ -1110,7 +1111,7 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 		check(p.Servers[s].Access[table.KindTool], nil, []string{s})
 	}
 	for _, sc := range p.scopes() {
-		for _, key := range sortedNames(sc.Servers) {
+		for _, key := range slices.Sorted(maps.Keys(sc.Servers)) {
 			targets := []string{key}
 			if key == table.AllServers {
 				targets = servers

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -132,7 +133,7 @@ func (g *propGen) policy() *Policy {
 		}
 		p.Servers[name] = s
 	}
-	servers := sortedNames(p.Servers)
+	servers := slices.Sorted(maps.Keys(p.Servers))
 	if r.IntN(2) == 0 {
 		p.Global = &Scope{Name: "global", Servers: map[string]*ScopeServer{}}
 		p.Global.Servers[table.AllServers] = g.scopeServer("global.access", kinds)
@@ -305,7 +306,7 @@ func TestReachProperty(t *testing.T) {
 				}
 			case Unreachable:
 				unreachable++
-				for _, server := range sortedNames(p.Servers) {
+				for _, server := range slices.Sorted(maps.Keys(p.Servers)) {
 					if !appliesToServer(rr, server) {
 						continue
 					}
@@ -360,7 +361,7 @@ func dumpPolicy(tab *table.Table) string {
 			fmt.Fprintf(&b, "    [%d] %s %q\n", i, r.Effect, r.Pattern)
 		}
 	}
-	for _, s := range sortedNames(tab.Servers) {
+	for _, s := range slices.Sorted(maps.Keys(tab.Servers)) {
 		srv := tab.Servers[s]
 		dumpAccess("server "+s+" tool", srv.Tool)
 		dumpAccess("server "+s+" resource", srv.Resource)
@@ -369,7 +370,7 @@ func dumpPolicy(tab *table.Table) string {
 		}
 	}
 	for _, sc := range tab.Scopes {
-		for _, s := range sortedNames(sc.Servers) {
+		for _, s := range slices.Sorted(maps.Keys(sc.Servers)) {
 			srv := sc.Servers[s]
 			dumpAccess(sc.Name+" "+s+" tool", srv.Tool)
 			dumpAccess(sc.Name+" "+s+" resource", srv.Resource)

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,13 +109,13 @@ func (c *catalogueCheck) patterns() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(c.p.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(c.p.Servers)) {
 		for _, k := range compiler.Kinds {
 			check(name, k, c.p.Servers[name].Access[k])
 		}
 	}
 	for _, sc := range c.p.Scopes() {
-		for _, name := range sortedKeys(sc.Servers) {
+		for _, name := range slices.Sorted(maps.Keys(sc.Servers)) {
 			if name == table.AllServers || c.p.Servers[name] == nil {
 				continue
 			}
@@ -295,7 +296,7 @@ func principals(p *compiler.Policy) []string {
 		}
 	}
 	out := []string{""}
-	for _, n := range sortedKeys(set) {
+	for _, n := range slices.Sorted(maps.Keys(set)) {
 		out = append(out, n)
 	}
 	return out
@@ -426,13 +427,4 @@ func quoteList(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -308,7 +309,7 @@ func (t *Table) buildAutomata() {
 	defer close(t.ready)
 	seen := map[*glob.Set]bool{}
 	var sets []*glob.Set
-	for _, v := range append([]*view{t.anyone}, mapValues(t.named)...) {
+	for _, v := range append([]*view{t.anyone}, slices.Collect(maps.Values(t.named))...) {
 		for _, sv := range v.servers {
 			for _, layers := range sv.kinds {
 				for _, l := range layers {
@@ -336,14 +337,6 @@ func (t *Table) buildAutomata() {
 	}
 	close(work)
 	wg.Wait()
-}
-
-func mapValues[V any](m map[string]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 func load(src *table.Table) (*Table, error) {

@@ -23,6 +23,8 @@ package decisiondiff
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -205,7 +207,7 @@ func namedPrincipals(ts ...*table.Table) []string {
 			}
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // layerKeys names the scope blocks that apply to principal for server and
@@ -264,16 +266,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 	for k := range b {
 		seen[k] = true
 	}
-	return sortedKeys(seen)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func sortChanges(cs []Change) {

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -418,7 +420,7 @@ func (t *Table) Check() error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(t.Servers) {
+	for _, name := range slices.Sorted(maps.Keys(t.Servers)) {
 		if name == AllServers {
 			add("servers: %q is not a server name", name)
 		}
@@ -428,7 +430,7 @@ func (t *Table) Check() error {
 		if !(sc.Name == "global" || strings.HasPrefix(sc.Name, "group:") || strings.HasPrefix(sc.Name, "principal:")) {
 			add("scopes[%d]: unknown scope name %q", i, sc.Name)
 		}
-		for _, name := range sortedKeys(sc.Servers) {
+		for _, name := range slices.Sorted(maps.Keys(sc.Servers)) {
 			checkServer(fmt.Sprintf("scopes[%d](%s).%s", i, sc.Name, name), sc.Servers[name], false)
 		}
 	}
@@ -454,13 +456,4 @@ func hasEffect(rules []Rule, effect string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -100,14 +102,7 @@ func Parse(files []File) (*Catalog, error) {
 }
 
 // ServerNames returns the catalogued servers, sorted.
-func (c *Catalog) ServerNames() []string {
-	names := make([]string, 0, len(c.Servers))
-	for n := range c.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *Catalog) ServerNames() []string { return slices.Sorted(maps.Keys(c.Servers)) }
 
 // Items yields every catalogued tool, prompt and resource: servers in name
 // order, then tools, prompts and resources in snapshot order (sorted by

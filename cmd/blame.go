@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,11 +76,7 @@ Examples:
 				return failuref("load compiled table: %v", err)
 			}
 			if _, ok := res.Table.Servers[item.server]; !ok {
-				names := make([]string, 0, len(res.Table.Servers))
-				for n := range res.Table.Servers {
-					names = append(names, n)
-				}
-				sort.Strings(names)
+				names := slices.Sorted(maps.Keys(res.Table.Servers))
 				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it; servers: %s",
 					item.server, rev, rel, strings.Join(names, ", "))
 			}

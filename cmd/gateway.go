@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -505,11 +507,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		}
 	}
 
-	names := make([]string, 0, len(file.Upstreams))
-	for name := range file.Upstreams {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(file.Upstreams))
 	for _, name := range names {
 		u := file.Upstreams[name]
 		key := "upstreams." + name
@@ -641,11 +639,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			for hash, p := range s.http.Tokens {
 				s.admin.ClientTokens[hash] = p
 			}
-			names := make([]string, 0, len(ad.Approvers))
-			for n := range ad.Approvers {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(ad.Approvers))
 			for _, n := range names {
 				key := "approvals.admin.approvers." + n + ".token_sha256"
 				if len(ad.Approvers[n].TokenSHA256) == 0 {

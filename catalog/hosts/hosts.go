@@ -13,6 +13,8 @@ package hosts
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -91,11 +93,7 @@ func plans(t *runtime.Table, cat *catalog.Catalog, principal string) []*plan {
 			servers[name] = true
 		}
 	}
-	var names []string
-	for n := range servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(servers))
 	var out []*plan
 	for _, name := range names {
 		out = append(out, analyse(t, cat, principal, name))

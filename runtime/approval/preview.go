@@ -2,7 +2,8 @@ package approval
 
 import (
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -42,11 +43,7 @@ func NewPreview(args []byte) (*Preview, bool) {
 	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
 		return nil, false
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(obj))
 	p := &Preview{Fields: []Field{}}
 	// The envelope {"fields":[],"omitted":N} takes at most 40 bytes.
 	used, budget := 0, MaxPreviewBytes-40

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
 
@@ -358,21 +356,22 @@ func treeCatalogueFiles(repo *gitsrc.Repo, c *object.Commit, rev, policyPath str
 	if err != nil {
 		return nil, withCode(ExitFailure, fmt.Errorf("revision %q: read %s: %w", rev, path.Join(policyPath, catalog.Dir), err))
 	}
-	var files []catalog.File
-	for _, e := range ct.Entries {
-		if e.Mode == filemode.Dir || !strings.HasSuffix(e.Name, ".json") {
-			continue
-		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-			return nil, failuref("revision %q: %s is not a regular file; a catalogue snapshot must be one", rev, path.Join(policyPath, catalog.Dir, e.Name))
-		}
-		b, err := readBlob(repo, e.Hash.String())
-		if err != nil {
-			return nil, failuref("revision %q: read %s: %v", rev, path.Join(policyPath, catalog.Dir, e.Name), err)
-		}
-		files = append(files, catalog.File{Name: e.Name, Data: b})
+	files, err := repo.TreeFiles(ct, isSnapshotFile)
+	if err != nil {
+		return nil, failuref("revision %q: %s: %v", rev, path.Join(policyPath, catalog.Dir), err)
 	}
-	return files, nil
+	return catalogFiles(files), nil
+}
+
+// isSnapshotFile reports whether a file in catalog/ is a snapshot.
+func isSnapshotFile(name string) bool { return strings.HasSuffix(name, ".json") }
+
+func catalogFiles(files []compiler.File) []catalog.File {
+	out := make([]catalog.File, len(files))
+	for i, f := range files {
+		out[i] = catalog.File{Name: f.Name, Data: f.Data}
+	}
+	return out
 }
 
 // revisionCatalogue reads the catalogue of the policy at policyPath in
@@ -388,43 +387,11 @@ func revisionCatalogue(repo *gitsrc.Repo, c *object.Commit, rev, policyPath stri
 // stagedCatalogueFiles reads the snapshot files staged in the git index
 // under policyPath/catalog/.
 func stagedCatalogueFiles(repo *gitsrc.Repo, policyPath string) ([]catalog.File, error) {
-	idx, err := repo.Git().Storer.Index()
+	files, err := repo.StagedFiles(path.Join(policyPath, catalog.Dir), isSnapshotFile)
 	if err != nil {
-		return nil, failuref("read the git index: %v", err)
+		return nil, failuref("%v", err)
 	}
-	prefix := catalog.Dir + "/"
-	if policyPath != "." {
-		prefix = policyPath + "/" + prefix
-	}
-	var files []catalog.File
-	for _, e := range idx.Entries {
-		name, ok := strings.CutPrefix(e.Name, prefix)
-		if !ok || strings.Contains(name, "/") || !strings.HasSuffix(name, ".json") || e.IntentToAdd {
-			continue
-		}
-		if e.Stage != 0 {
-			return nil, failuref("%s has unresolved merge conflicts in the index; resolve them and stage the result (git add %s)", e.Name, e.Name)
-		}
-		b, err := readBlob(repo, e.Hash.String())
-		if err != nil {
-			return nil, failuref("read staged %s: %v", e.Name, err)
-		}
-		files = append(files, catalog.File{Name: name, Data: b})
-	}
-	return files, nil
-}
-
-func readBlob(repo *gitsrc.Repo, hash string) ([]byte, error) {
-	b, err := repo.Git().BlobObject(plumbing.NewHash(hash))
-	if err != nil {
-		return nil, err
-	}
-	rd, err := b.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	return io.ReadAll(rd)
+	return catalogFiles(files), nil
 }
 
 // changedCatalogue lists how the work tree's snapshot files differ from

@@ -345,35 +345,50 @@ func IsPolicyFile(name string) bool {
 	return strings.HasSuffix(name, ".cue") && !compiler.IsConfigFile(name)
 }
 
-// TreeFiles reads the policy sources directly in t, sorted by name, as
-// compiler.ReadDir reads a directory. A symbolic link or submodule named
-// like a policy file is refused: its blob is not the file's content.
-func (r *Repo) TreeFiles(t *object.Tree) ([]compiler.File, error) {
+// TreeFiles reads the files directly in t whose names want accepts,
+// sorted by name, as compiler.ReadDir reads a directory. A symbolic link or
+// submodule so named is refused: its blob is not the file's content.
+func (r *Repo) TreeFiles(t *object.Tree, want func(name string) bool) ([]compiler.File, error) {
 	var files []compiler.File
 	for _, e := range t.Entries {
-		if e.Mode == filemode.Dir || !IsPolicyFile(e.Name) {
+		if e.Mode == filemode.Dir || !want(e.Name) {
 			continue
 		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-			return nil, fmt.Errorf("%s is a %s in the repository, not a regular file; policyc reads policy files from the object store and cannot follow it", e.Name, modeName(e.Mode))
+		if !regular(e.Mode) {
+			return nil, fmt.Errorf("%s is a %s in the repository, not a regular file; policyc reads files from the object store and cannot follow it", e.Name, modeName(e.Mode))
 		}
-		b, err := r.repo.BlobObject(e.Hash)
+		data, err := r.blob(e.Hash)
 		if err != nil {
-			return nil, fmt.Errorf("read %s (blob %s): %w", e.Name, e.Hash, err)
-		}
-		rd, err := b.Reader()
-		if err != nil {
-			return nil, fmt.Errorf("read %s (blob %s): %w", e.Name, e.Hash, err)
-		}
-		data, err := io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read %s (blob %s): %w", e.Name, e.Hash, err)
+			return nil, fmt.Errorf("read %s: %w", e.Name, err)
 		}
 		files = append(files, compiler.File{Name: e.Name, Data: data})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, nil
+}
+
+// regular reports whether a tree or index entry of mode m is a file whose
+// blob is its content.
+func regular(m filemode.FileMode) bool {
+	return m == filemode.Regular || m == filemode.Executable || m == filemode.Deprecated
+}
+
+// blob returns the content of the blob h.
+func (r *Repo) blob(h plumbing.Hash) ([]byte, error) {
+	b, err := r.repo.BlobObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", h, err)
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", h, err)
+	}
+	defer rd.Close()
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, fmt.Errorf("blob %s: %w", h, err)
+	}
+	return data, nil
 }
 
 func modeName(m filemode.FileMode) string {
@@ -446,7 +461,7 @@ func (r *Repo) ReadCommit(c *object.Commit, rev, policyPath string) (*Snapshot, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := r.TreeFiles(t)
+	files, err := r.TreeFiles(t, IsPolicyFile)
 	if err != nil {
 		return nil, fmt.Errorf("revision %q, %s: %w", rev, policyPath, err)
 	}

@@ -2,12 +2,8 @@ package gitsrc
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/policyc/policyc/compiler"
 )
@@ -24,63 +20,62 @@ import (
 // where a policy file is expected, and a bare repository (it has no index)
 // are errors: none has a staged content policyc could judge.
 func (r *Repo) Staged(policyPath string) (files []compiler.File, config *compiler.File, err error) {
-	if r.root == "" {
-		return nil, nil, fmt.Errorf("repository is bare: it has no index, so there is nothing staged to lint")
-	}
 	policyPath, err = CleanPath(policyPath)
 	if err != nil {
 		return nil, nil, err
 	}
-	idx, err := r.repo.Storer.Index()
+	all, err := r.StagedFiles(policyPath, func(name string) bool { return strings.HasSuffix(name, ".cue") })
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the git index: %w", err)
+		return nil, nil, err
 	}
-	prefix := ""
-	if policyPath != "." {
-		prefix = policyPath + "/"
-	}
-	for _, e := range idx.Entries {
-		name, ok := strings.CutPrefix(e.Name, prefix)
-		if !ok || strings.Contains(name, "/") || !strings.HasSuffix(name, ".cue") {
-			continue
-		}
-		if e.Stage != 0 {
-			return nil, nil, fmt.Errorf("%s has unresolved merge conflicts in the index; resolve them and stage the result (git add %s)", e.Name, e.Name)
-		}
-		if e.IntentToAdd {
-			continue // git add -N: recorded, but no content staged yet
-		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
-			return nil, nil, fmt.Errorf("%s is a %s in the index, not a regular file; policyc reads staged policy files from the object store and cannot follow it", e.Name, modeName(e.Mode))
-		}
-		data, err := r.stagedBlob(e)
-		if err != nil {
-			return nil, nil, err
-		}
-		f := compiler.File{Name: name, Data: data}
-		if compiler.IsConfigFile(name) {
+	for _, f := range all {
+		if compiler.IsConfigFile(f.Name) {
 			config = &f
 			continue
 		}
 		files = append(files, f)
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, config, nil
 }
 
-func (r *Repo) stagedBlob(e *index.Entry) ([]byte, error) {
-	b, err := r.repo.BlobObject(e.Hash)
-	if err != nil {
-		return nil, fmt.Errorf("read staged %s (blob %s): %w", e.Name, e.Hash, err)
+// StagedFiles reads the files staged directly in dir (repository-relative
+// and clean, "." for the root) whose names want accepts, sorted and named
+// relative to dir. A file added with git add -N has no staged content and
+// is left out; a file with unresolved merge conflicts, a symbolic link or
+// a submodule so named, and a bare repository are errors.
+func (r *Repo) StagedFiles(dir string, want func(name string) bool) ([]compiler.File, error) {
+	if r.root == "" {
+		return nil, fmt.Errorf("repository is bare: it has no index, so there is nothing staged to read")
 	}
-	rd, err := b.Reader()
+	idx, err := r.repo.Storer.Index()
 	if err != nil {
-		return nil, fmt.Errorf("read staged %s (blob %s): %w", e.Name, e.Hash, err)
+		return nil, fmt.Errorf("read the git index: %w", err)
 	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
-	if err != nil {
-		return nil, fmt.Errorf("read staged %s (blob %s): %w", e.Name, e.Hash, err)
+	prefix := ""
+	if dir != "." {
+		prefix = dir + "/"
 	}
-	return data, nil
+	var files []compiler.File
+	for _, e := range idx.Entries {
+		name, ok := strings.CutPrefix(e.Name, prefix)
+		if !ok || strings.Contains(name, "/") || !want(name) {
+			continue
+		}
+		if e.Stage != 0 {
+			return nil, fmt.Errorf("%s has unresolved merge conflicts in the index; resolve them and stage the result (git add %s)", e.Name, e.Name)
+		}
+		if e.IntentToAdd {
+			continue // git add -N: recorded, but no content staged yet
+		}
+		if !regular(e.Mode) {
+			return nil, fmt.Errorf("%s is a %s in the index, not a regular file; policyc reads staged files from the object store and cannot follow it", e.Name, modeName(e.Mode))
+		}
+		data, err := r.blob(e.Hash)
+		if err != nil {
+			return nil, fmt.Errorf("read staged %s: %w", e.Name, err)
+		}
+		files = append(files, compiler.File{Name: name, Data: data})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/httpheader"
+	"github.com/policyc/policyc/internal/mcplist"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -34,13 +35,6 @@ const protocolVersion = "2025-11-25"
 
 // DefaultTimeout bounds one server's pull when Options.Timeout is zero.
 const DefaultTimeout = 30 * time.Second
-
-// Limits on what one server may list, so that a server that keeps returning
-// cursors or items cannot keep a pull busy or fill memory.
-const (
-	maxPages = 1000
-	maxItems = 100000
-)
 
 // Upstream is one server to pull.
 type Upstream struct {
@@ -213,13 +207,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	s := &catalog.Snapshot{Server: p.up.Name}
 	if caps.Tools != nil {
 		p.stage.Store("listing tools")
-		tools, err := paginate(ctx, func(cursor string) ([]*mcp.Tool, string, error) {
-			res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
-			}
-			return res.Tools, res.NextCursor, nil
-		})
+		tools, err := mcplist.Tools(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
@@ -236,13 +224,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	}
 	if caps.Prompts != nil {
 		p.stage.Store("listing prompts")
-		prompts, err := paginate(ctx, func(cursor string) ([]*mcp.Prompt, string, error) {
-			res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
-			}
-			return res.Prompts, res.NextCursor, nil
-		})
+		prompts, err := mcplist.Prompts(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("prompts/list: %w", err)
 		}
@@ -262,13 +244,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	}
 	if caps.Resources != nil {
 		p.stage.Store("listing resources")
-		resources, err := paginate(ctx, func(cursor string) ([]*mcp.Resource, string, error) {
-			res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
-			}
-			return res.Resources, res.NextCursor, nil
-		})
+		resources, err := mcplist.Resources(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("resources/list: %w", err)
 		}
@@ -279,13 +255,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 			s.Resources = append(s.Resources, catalog.Resource{URI: x.URI, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
 		}
 		p.stage.Store("listing resource templates")
-		templates, err := paginate(ctx, func(cursor string) ([]*mcp.ResourceTemplate, string, error) {
-			res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-			if err != nil {
-				return nil, "", err
-			}
-			return res.ResourceTemplates, res.NextCursor, nil
-		})
+		templates, err := mcplist.Templates(ctx, cs)
 		if err != nil {
 			return nil, fmt.Errorf("resources/templates/list: %w", err)
 		}
@@ -326,37 +296,6 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) 
 		msg += fmt.Sprintf(" (client: %s)", logged)
 	}
 	return errors.New(msg)
-}
-
-// paginate follows cursors until the server returns none.
-func paginate[T any](ctx context.Context, page func(cursor string) ([]*T, string, error)) ([]*T, error) {
-	var out []*T
-	seen := map[string]bool{}
-	cursor := ""
-	for n := 0; ; n++ {
-		if n == maxPages {
-			return nil, fmt.Errorf("more than %d pages", maxPages)
-		}
-		items, next, err := page(cursor)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, items...)
-		if len(out) > maxItems {
-			return nil, fmt.Errorf("more than %d items", maxItems)
-		}
-		if next == "" {
-			return out, nil
-		}
-		if seen[next] {
-			return nil, fmt.Errorf("the server returned cursor %q twice: its pagination does not end", next)
-		}
-		seen[next] = true
-		cursor = next
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
 }
 
 // tail keeps the last few kilobytes a subprocess wrote to its stderr.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/policyc/policyc/internal/mcplist"
 	"github.com/yosida95/uritemplate/v3"
 )
 
@@ -33,10 +34,6 @@ const (
 	listAll       = listTools | listPrompts | listResources
 )
 
-// maxPages bounds how many pages of one listing the gateway follows, so an
-// upstream that keeps returning cursors cannot keep it busy forever.
-const maxPages = 100
-
 // fetch lists the kinds in which of an upstream the session advertises,
 // keeping the rest from prev (nil: empty).
 func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogue) (*catalogue, error) {
@@ -51,50 +48,32 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 	if which&listTools != 0 {
 		c.tools, c.toolIdx = nil, map[string]*mcp.Tool{}
 		if caps.Tools != nil {
-			cursor := ""
-			for page := 0; ; page++ {
-				if page == maxPages {
-					return nil, fmt.Errorf("tools/list: more than %d pages", maxPages)
+			tools, err := mcplist.Tools(ctx, cs)
+			if err != nil {
+				return nil, fmt.Errorf("tools/list: %w", err)
+			}
+			for _, t := range tools {
+				if t == nil || t.Name == "" || c.toolIdx[t.Name] != nil {
+					continue
 				}
-				res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-				if err != nil {
-					return nil, fmt.Errorf("tools/list: %w", err)
-				}
-				for _, t := range res.Tools {
-					if t == nil || t.Name == "" || c.toolIdx[t.Name] != nil {
-						continue
-					}
-					c.tools = append(c.tools, t)
-					c.toolIdx[t.Name] = t
-				}
-				if cursor = res.NextCursor; cursor == "" {
-					break
-				}
+				c.tools = append(c.tools, t)
+				c.toolIdx[t.Name] = t
 			}
 		}
 	}
 	if which&listPrompts != 0 {
 		c.prompts, c.promptIdx = nil, map[string]*mcp.Prompt{}
 		if caps.Prompts != nil {
-			cursor := ""
-			for page := 0; ; page++ {
-				if page == maxPages {
-					return nil, fmt.Errorf("prompts/list: more than %d pages", maxPages)
+			prompts, err := mcplist.Prompts(ctx, cs)
+			if err != nil {
+				return nil, fmt.Errorf("prompts/list: %w", err)
+			}
+			for _, p := range prompts {
+				if p == nil || p.Name == "" || c.promptIdx[p.Name] != nil {
+					continue
 				}
-				res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
-				if err != nil {
-					return nil, fmt.Errorf("prompts/list: %w", err)
-				}
-				for _, p := range res.Prompts {
-					if p == nil || p.Name == "" || c.promptIdx[p.Name] != nil {
-						continue
-					}
-					c.prompts = append(c.prompts, p)
-					c.promptIdx[p.Name] = p
-				}
-				if cursor = res.NextCursor; cursor == "" {
-					break
-				}
+				c.prompts = append(c.prompts, p)
+				c.promptIdx[p.Name] = p
 			}
 		}
 	}
@@ -102,49 +81,31 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 		c.resources, c.resourceIdx = nil, map[string]*mcp.Resource{}
 		c.templates, c.templateRE = nil, nil
 		if caps.Resources != nil {
-			cursor := ""
-			for page := 0; ; page++ {
-				if page == maxPages {
-					return nil, fmt.Errorf("resources/list: more than %d pages", maxPages)
-				}
-				res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
-				if err != nil {
-					return nil, fmt.Errorf("resources/list: %w", err)
-				}
-				for _, r := range res.Resources {
-					if r == nil || r.URI == "" || c.resourceIdx[r.URI] != nil {
-						continue
-					}
-					c.resources = append(c.resources, r)
-					c.resourceIdx[r.URI] = r
-				}
-				if cursor = res.NextCursor; cursor == "" {
-					break
-				}
+			resources, err := mcplist.Resources(ctx, cs)
+			if err != nil {
+				return nil, fmt.Errorf("resources/list: %w", err)
 			}
-			cursor = ""
-			for page := 0; ; page++ {
-				if page == maxPages {
-					return nil, fmt.Errorf("resources/templates/list: more than %d pages", maxPages)
+			for _, r := range resources {
+				if r == nil || r.URI == "" || c.resourceIdx[r.URI] != nil {
+					continue
 				}
-				res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
-				if err != nil {
-					return nil, fmt.Errorf("resources/templates/list: %w", err)
+				c.resources = append(c.resources, r)
+				c.resourceIdx[r.URI] = r
+			}
+			templates, err := mcplist.Templates(ctx, cs)
+			if err != nil {
+				return nil, fmt.Errorf("resources/templates/list: %w", err)
+			}
+			for _, t := range templates {
+				if t == nil || t.URITemplate == "" {
+					continue
 				}
-				for _, t := range res.ResourceTemplates {
-					if t == nil || t.URITemplate == "" {
-						continue
-					}
-					var re *regexp.Regexp
-					if tmpl, err := uritemplate.New(t.URITemplate); err == nil {
-						re = tmpl.Regexp()
-					}
-					c.templates = append(c.templates, t)
-					c.templateRE = append(c.templateRE, re)
+				var re *regexp.Regexp
+				if tmpl, err := uritemplate.New(t.URITemplate); err == nil {
+					re = tmpl.Regexp()
 				}
-				if cursor = res.NextCursor; cursor == "" {
-					break
-				}
+				c.templates = append(c.templates, t)
+				c.templateRE = append(c.templateRE, re)
 			}
 		}
 	}

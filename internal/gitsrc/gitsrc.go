@@ -544,31 +544,6 @@ func (r *Repo) WorkTree(dir string) (*Snapshot, error) {
 	return clean, nil
 }
 
-// Dirty reports whether the policy files in dir differ from HEAD's (a file
-// added, removed or changed, or no commit at all).
-func (r *Repo) Dirty(dir string) (bool, error) {
-	policyPath, err := r.RelPath(dir)
-	if err != nil {
-		return false, err
-	}
-	files, err := compiler.ReadDir(dir)
-	if err != nil {
-		return false, err
-	}
-	head, err := r.Head()
-	if errors.Is(err, ErrNoCommits) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	committed, err := r.committedFiles(head, policyPath)
-	if err != nil {
-		return false, err
-	}
-	return len(changedFiles(files, committed)) > 0, nil
-}
-
 // committedFiles maps the policy files of policyPath at c to their blob
 // hashes; a missing path has none.
 func (r *Repo) committedFiles(c *object.Commit, policyPath string) (map[string]plumbing.Hash, error) {

@@ -472,16 +472,12 @@ func TestWorkTreeDirty(t *testing.T) {
 
 	check := func(what string, want bool) {
 		t.Helper()
-		d, err := r.Dirty(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
 		snap, err := r.WorkTree(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d != want || snap.Source.Dirty != want {
-			t.Errorf("%s: Dirty = %v, snapshot dirty = %v; want %v", what, d, snap.Source.Dirty, want)
+		if snap.Source.Dirty != want {
+			t.Errorf("%s: snapshot dirty = %v; want %v", what, snap.Source.Dirty, want)
 		}
 		if want && (snap.Serial != 0 || snap.Source.Tree != "" || snap.Source.Commit != head.String()) {
 			t.Errorf("%s: dirty snapshot %+v serial %d; want HEAD as commit, no tree, serial 0", what, snap.Source, snap.Serial)
@@ -520,9 +516,9 @@ func TestWorkTreeDirty(t *testing.T) {
 	}
 	// A directory HEAD does not have is dirty.
 	g.WriteUnstaged("other/p.cue", policyV1)
-	d, err := r.Dirty(filepath.Join(g.Dir, "other"))
-	if err != nil || !d {
-		t.Errorf("uncommitted directory: dirty %v, %v", d, err)
+	other, err := r.WorkTree(filepath.Join(g.Dir, "other"))
+	if err != nil || !other.Source.Dirty {
+		t.Errorf("uncommitted directory: %v, %v", other, err)
 	}
 }
 

@@ -1,8 +1,10 @@
 package glob
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -31,19 +33,31 @@ const maxDFAStates = 20000
 // Pattern.Match on each of those patterns in order instead: still exact and
 // allocation-free, but linear in their number.
 type Set struct {
-	n int // number of patterns
+	// The fields First reads come first.
+	dfa      atomic.Pointer[dfa]
+	litSigs  [8]uint64 // the bit of each literal's signature
+	litRanks [8]uint16 // set bits of litSigs in the words before each word
+	// lits holds the literal patterns: first, in signature order, one per
+	// signature, so that a signature's rank among litSigs' bits is the
+	// index of its first literal; after them the literals whose signature
+	// an earlier one already has, chained from that one by next.
+	lits []literal
 
-	literals   map[string]int32 // text of each literal pattern -> its lowest index
-	minLiteral int              // lowest index in literals, or n
-	litSigs    [8]uint64        // the bit of each literal's signature
+	n int // number of patterns
 
 	// globs are the patterns the DFA is built from, with their indices; the
 	// fallback matcher tries them in order.
 	globs []*Pattern
 	index []int32
 
-	dfa   atomic.Pointer[dfa]
 	build sync.Once
+}
+
+// literal is a wildcard-free pattern of a Set.
+type literal struct {
+	text  string
+	index int32 // the lowest index of a pattern with this text
+	next  int32 // the next literal with the same signature, or 0
 }
 
 // dfa is the compiled automaton of a Set's globs. A walk reads the fields
@@ -69,6 +83,10 @@ type dfa struct {
 	// and the at most 128 intervals that start below utf8.RuneSelf take
 	// at most the numbers 0 to 127.
 	ascii [utf8.RuneSelf]uint8
+	// answers holds the Set's answer for each of its lits: the literal's
+	// index or, when a glob before it matches the same name, the glob's. A
+	// name that the policy spells out is thus answered with no walk.
+	answers []int32
 	alphabet
 }
 
@@ -84,30 +102,87 @@ func Compile(patterns []*Pattern) *Set {
 // exactly at once, pattern by pattern, and becomes fast when Build runs.
 // A loader uses it to start serving before every automaton is built.
 func CompileDeferred(patterns []*Pattern) *Set {
-	s := &Set{n: len(patterns), minLiteral: len(patterns)}
+	s := new(Set)
+	s.Init(patterns)
+	return s
+}
+
+// Init is CompileDeferred for a Set the caller holds, such as a field of a
+// larger structure: s must be the zero Set.
+func (s *Set) Init(patterns []*Pattern) {
+	s.n = len(patterns)
+	seen := map[string]bool{}
+	var lits []literal
 	for i, p := range patterns {
 		switch lit, ok := p.Literal(); {
 		case p.empty:
 			// Left out, so that every NFA position can reach acceptance
 			// and a DFA state is dead iff it is empty.
 		case ok && !strings.ContainsRune(lit, utf8.RuneError):
-			// U+FFFD also matches invalid bytes, which a map lookup
+			// U+FFFD also matches invalid bytes, which a comparison
 			// would miss; such literals stay in the DFA.
-			if s.literals == nil {
-				s.literals = map[string]int32{}
+			if !seen[lit] {
+				seen[lit] = true
+				lits = append(lits, literal{text: lit, index: int32(i)})
 			}
-			if _, dup := s.literals[lit]; !dup {
-				s.literals[lit] = int32(i)
-			}
-			sig := signature(lit)
-			s.litSigs[sig>>6] |= 1 << (sig & 63)
-			s.minLiteral = min(s.minLiteral, i)
 		default:
 			s.globs = append(s.globs, p)
 			s.index = append(s.index, int32(i))
 		}
 	}
-	return s
+	s.indexLiterals(lits)
+}
+
+// indexLiterals lays out lits as the lits field describes.
+func (s *Set) indexLiterals(lits []literal) {
+	if len(lits) == 0 {
+		return
+	}
+	slices.SortStableFunc(lits, func(a, b literal) int { return cmp.Compare(signature(a.text), signature(b.text)) })
+	var firsts, rest []literal
+	for i, l := range lits {
+		if i > 0 && signature(l.text) == signature(lits[i-1].text) {
+			rest = append(rest, l)
+			continue
+		}
+		firsts = append(firsts, l)
+		sig := signature(l.text)
+		s.litSigs[sig>>6] |= 1 << (sig & 63)
+	}
+	for w := 1; w < len(s.litRanks); w++ {
+		s.litRanks[w] = s.litRanks[w-1] + uint16(bits.OnesCount64(s.litSigs[w-1]))
+	}
+	s.lits = append(firsts, rest...)
+	// Chain each signature's further literals behind its first. Both parts
+	// are in signature order, so one pass over rest finds every first.
+	last := map[uint32]int{}
+	for i := range firsts {
+		last[signature(s.lits[i].text)] = i
+	}
+	for i := len(firsts); i < len(s.lits); i++ {
+		sig := signature(s.lits[i].text)
+		s.lits[last[sig]].next = int32(i)
+		last[sig] = i
+	}
+}
+
+// literal returns the position in s.lits of the literal that is name, or
+// -1.
+func (s *Set) literal(name string) int {
+	sig := signature(name)
+	word, bit := s.litSigs[sig>>6], uint64(1)<<(sig&63)
+	if word&bit == 0 {
+		return -1
+	}
+	i := int(s.litRanks[sig>>6]) + bits.OnesCount64(word&(bit-1))
+	for {
+		if s.lits[i].text == name {
+			return i
+		}
+		if i = int(s.lits[i].next); i == 0 {
+			return -1
+		}
+	}
 }
 
 // Build builds the Set's DFA if it has not been built. It is safe to call
@@ -115,6 +190,13 @@ func CompileDeferred(patterns []*Pattern) *Set {
 func (s *Set) Build() {
 	s.build.Do(func() {
 		if d := buildDFA(s.globs, s.index, maxDFAStates); d != nil {
+			d.answers = make([]int32, len(s.lits))
+			for k, l := range s.lits {
+				d.answers[k] = l.index
+				if g := d.first(l.text); g >= 0 && g < int(l.index) {
+					d.answers[k] = int32(g)
+				}
+			}
 			s.dfa.Store(d)
 		}
 	})
@@ -322,28 +404,25 @@ func (s *Set) Len() int { return s.n }
 // First returns the index of the first pattern (lowest index) that matches
 // name, or -1 if none does. It does not allocate.
 func (s *Set) First(name string) int {
-	var g int
+	k := s.literal(name)
 	if d := s.dfa.Load(); d != nil {
-		g = d.first(name)
-	} else {
-		g = -1
-		for i, p := range s.globs {
-			if p.Match(name) {
-				g = int(s.index[i])
+		if k >= 0 {
+			return int(d.answers[k])
+		}
+		return d.first(name) // not a literal: the globs decide
+	}
+	for i, p := range s.globs {
+		if p.Match(name) {
+			if k >= 0 && s.lits[k].index < s.index[i] {
 				break
 			}
+			return int(s.index[i])
 		}
 	}
-	if g >= 0 && g < s.minLiteral {
-		return g // no literal can come first: skip hashing name
+	if k >= 0 {
+		return int(s.lits[k].index)
 	}
-	if sig := signature(name); s.litSigs[sig>>6]&(1<<(sig&63)) == 0 {
-		return g
-	}
-	if i, ok := s.literals[name]; ok && (g < 0 || int(i) < g) {
-		return int(i)
-	}
-	return g
+	return -1
 }
 
 // signature is a 9-bit digest of a name's length and its first and last

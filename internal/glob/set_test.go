@@ -286,3 +286,30 @@ func TestSetIndexPast16Bits(t *testing.T) {
 		}
 	}
 }
+
+// TestSetLiterals checks the literal index: many literals that share a
+// signature (same length, first and last byte), many that do not, globs
+// between them, and names with a literal's signature that are no literal.
+func TestSetLiterals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var srcs []string
+	for i := range 300 {
+		srcs = append(srcs, "a"+strconv.Itoa(100+i)+"z") // one signature
+		srcs = append(srcs, "x"+randName(rng, []string{"a", "b", "c", "_", "/", "é"}, 12))
+		if i%7 == 0 {
+			srcs = append(srcs, "a1*z", "*"+strconv.Itoa(i)+"*")
+		}
+	}
+	pats := parseAll(t, srcs...)
+	names := append([]string{"", "a", "az", "a99z", "a1000z", "a400z"}, srcs...)
+	for range 2000 {
+		names = append(names, randName(rng, []string{"a", "b", "c", "_", "/", "é", "1", "z"}, 12))
+	}
+	for _, s := range []*Set{Compile(pats), CompileDeferred(pats)} {
+		for _, name := range names {
+			if got, want := s.First(name), firstRef(pats, name); got != want {
+				t.Fatalf("built %t: First(%q) = %d; want %d", s.dfa.Load() != nil, name, got, want)
+			}
+		}
+	}
+}

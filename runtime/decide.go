@@ -10,6 +10,7 @@ package runtime
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	goruntime "runtime"
 	"slices"
@@ -160,9 +161,57 @@ type Table struct {
 // view is the decision structure of one class of principals.
 type view struct {
 	servers map[string]*serverView
+	index   serverIndex // servers again, for Decide
+}
+
+// serverIndex finds a view's servers by name for Decide: open addressing
+// over a power-of-two table at most half full, each slot holding the
+// name's hash, so that a lookup compares the name's bytes only once it has
+// found its slot.
+type serverIndex struct {
+	seed  maphash.Seed
+	mask  uint64
+	slots []serverSlot
+}
+
+type serverSlot struct {
+	hash uint64
+	sv   *serverView // nil: the slot is free
+	name string
+}
+
+func newServerIndex(servers map[string]*serverView) serverIndex {
+	size := 1
+	for size < 2*len(servers) {
+		size *= 2
+	}
+	x := serverIndex{seed: maphash.MakeSeed(), mask: uint64(size - 1), slots: make([]serverSlot, size)}
+	for name, sv := range servers {
+		h := maphash.String(x.seed, name)
+		i := h & x.mask
+		for x.slots[i].sv != nil {
+			i = (i + 1) & x.mask
+		}
+		x.slots[i] = serverSlot{hash: h, sv: sv, name: name}
+	}
+	return x
+}
+
+// get returns the server called name, or nil.
+func (x *serverIndex) get(name string) *serverView {
+	h := maphash.String(x.seed, name)
+	for i := h & x.mask; ; i = (i + 1) & x.mask {
+		s := &x.slots[i]
+		if s.sv == nil || s.hash == h && s.name == name {
+			return s.sv
+		}
+	}
 }
 
 type serverView struct {
+	// own is kinds[k][0], the server's own layer, held here so that the
+	// common decision, with no narrowing scope, reads no slice.
+	own   [numKinds]*layer
 	kinds [numKinds][]*layer // the server's own layer first
 	ui    *uiList
 }
@@ -170,15 +219,30 @@ type serverView struct {
 // layer is one scope's compiled rules for one server and kind. The fields a
 // decision reads come first, to share a cache line.
 type layer struct {
-	set     *glob.Set
-	effects []Effect
 	def     Effect
 	timeout int
+	hot     []ruleHot // per rule, what a decision reads of it
+	set     glob.Set
 	rules   []table.Rule
 	scope   string
 	origin  string
 	pats    []*glob.Pattern
 	channel string
+}
+
+// ruleHot is what a decision reads of a matching rule, in one place.
+type ruleHot struct {
+	origin string
+	effect Effect
+}
+
+// first returns the effect of l for name and the index of the deciding
+// rule, or -1 for l's default.
+func (l *layer) first(name string) (Effect, int) {
+	if i := l.set.First(name); i >= 0 {
+		return l.hot[i].effect, i
+	}
+	return l.def, -1
 }
 
 type uiList struct {
@@ -210,7 +274,7 @@ func (t *Table) Serial() uint64 { return t.src.Serial }
 
 // Decide returns the decision for principal calling (or listing, or
 // fetching) name of kind on server. It allocates nothing.
-func (t *Table) Decide(principal, server string, kind Kind, name string) Decision {
+func (t *Table) Decide(principal, server string, kind Kind, name string) (d Decision) {
 	if kind >= numKinds {
 		return Decision{Effect: Deny, Reason: UnknownKind}
 	}
@@ -218,33 +282,35 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	if v == nil {
 		v = t.anyone
 	}
-	sv := v.servers[server]
+	sv := v.index.get(server)
 	if sv == nil {
 		return Decision{Effect: Deny, Reason: UnknownServer}
 	}
-	// The loop keeps the winner in registers; the Decision, a dozen
-	// words, is built once.
-	best, win, winRule := Allow+1, (*layer)(nil), -1
-	timeout := 0
-	for _, l := range sv.kinds[kind] {
-		e, rule := l.def, -1
-		if i := l.set.First(name); i >= 0 {
-			e, rule = l.effects[i], i
-		}
-		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
-			timeout = l.timeout
-		}
-		if e < best {
-			best, win, winRule = e, l, rule
+	// The winner stays in registers; the Decision, a dozen words, is
+	// built once, in place.
+	win := sv.own[kind]
+	best, winRule := win.first(name)
+	timeout := win.timeout
+	if layers := sv.kinds[kind]; len(layers) > 1 {
+		for _, l := range layers[1:] {
+			e, rule := l.first(name)
+			if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
+				timeout = l.timeout
+			}
+			if e < best {
+				best, win, winRule = e, l, rule
+			}
 		}
 	}
-	d := Decision{Effect: best, Scope: win.scope, Reason: ByDefault, Origin: win.origin}
+	d.Effect, d.Scope = best, win.scope
 	if winRule >= 0 {
-		d.Reason, d.Rule, d.Origin = ByRule, &win.rules[winRule], win.rules[winRule].Origin
+		d.Reason, d.Rule, d.Origin = ByRule, &win.rules[winRule], win.hot[winRule].origin
+	} else {
+		d.Reason, d.Origin = ByDefault, win.origin
 	}
 	if d.Effect == Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = sv.kinds[Tool][0].channel
+		d.ApprovalChannel = sv.own[Tool].channel
 	}
 	if kind == Resource && d.Effect != Deny && strings.HasPrefix(name, "ui://") {
 		switch {
@@ -313,9 +379,9 @@ func (t *Table) buildAutomata() {
 		for _, sv := range v.servers {
 			for _, layers := range sv.kinds {
 				for _, l := range layers {
-					if !seen[l.set] {
-						seen[l.set] = true
-						sets = append(sets, l.set)
+					if !seen[&l.set] {
+						seen[&l.set] = true
+						sets = append(sets, &l.set)
 					}
 				}
 			}
@@ -388,7 +454,7 @@ func load(src *table.Table) (*Table, error) {
 		for name, ks := range base {
 			sv := &serverView{}
 			for k := Tool; k < numKinds; k++ {
-				sv.kinds[k] = []*layer{ks[k]}
+				sv.own[k], sv.kinds[k] = ks[k], []*layer{ks[k]}
 			}
 			for _, sc := range scopes {
 				if !sc.AppliesTo(principal) {
@@ -411,6 +477,7 @@ func load(src *table.Table) (*Table, error) {
 			}
 			v.servers[name] = sv
 		}
+		v.index = newServerIndex(v.servers)
 		return v
 	}
 	t.anyone = build("")
@@ -445,18 +512,20 @@ func compileLayer(scope string, a *table.Access) (*layer, error) {
 		return nil, fmt.Errorf("invalid default %q", a.Default)
 	}
 	pats := make([]*glob.Pattern, len(a.Rules))
-	l.effects = make([]Effect, len(a.Rules))
+	l.hot = make([]ruleHot, len(a.Rules))
 	for i, r := range a.Rules {
 		p, err := glob.Parse(r.Pattern)
 		if err != nil {
 			return nil, fmt.Errorf("rule %d (%s): %w", i, r.Origin, err)
 		}
 		pats[i] = p
-		if l.effects[i], ok = ParseEffect(r.Effect); !ok {
+		l.hot[i].origin = r.Origin
+		if l.hot[i].effect, ok = ParseEffect(r.Effect); !ok {
 			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
 		}
 	}
-	l.pats, l.set = pats, glob.CompileDeferred(pats)
+	l.pats = pats
+	l.set.Init(pats)
 	return l, nil
 }
 

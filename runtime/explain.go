@@ -42,7 +42,7 @@ func (t *Table) Explain(principal, server string, kind Kind, name string) Explan
 			if !p.Match(name) || &l.rules[i] == ex.Decision.Rule {
 				continue
 			}
-			ex.Beaten = append(ex.Beaten, Match{Scope: l.scope, Effect: l.effects[i], Rule: &l.rules[i]})
+			ex.Beaten = append(ex.Beaten, Match{Scope: l.scope, Effect: l.hot[i].effect, Rule: &l.rules[i]})
 		}
 	}
 	return ex

@@ -10,7 +10,6 @@ package runtime
 
 import (
 	"fmt"
-	"hash/maphash"
 	"maps"
 	goruntime "runtime"
 	"slices"
@@ -164,50 +163,6 @@ type view struct {
 	index   serverIndex // servers again, for Decide
 }
 
-// serverIndex finds a view's servers by name for Decide: open addressing
-// over a power-of-two table at most half full, each slot holding the
-// name's hash, so that a lookup compares the name's bytes only once it has
-// found its slot.
-type serverIndex struct {
-	seed  maphash.Seed
-	mask  uint64
-	slots []serverSlot
-}
-
-type serverSlot struct {
-	hash uint64
-	sv   *serverView // nil: the slot is free
-	name string
-}
-
-func newServerIndex(servers map[string]*serverView) serverIndex {
-	size := 1
-	for size < 2*len(servers) {
-		size *= 2
-	}
-	x := serverIndex{seed: maphash.MakeSeed(), mask: uint64(size - 1), slots: make([]serverSlot, size)}
-	for name, sv := range servers {
-		h := maphash.String(x.seed, name)
-		i := h & x.mask
-		for x.slots[i].sv != nil {
-			i = (i + 1) & x.mask
-		}
-		x.slots[i] = serverSlot{hash: h, sv: sv, name: name}
-	}
-	return x
-}
-
-// get returns the server called name, or nil.
-func (x *serverIndex) get(name string) *serverView {
-	h := maphash.String(x.seed, name)
-	for i := h & x.mask; ; i = (i + 1) & x.mask {
-		s := &x.slots[i]
-		if s.sv == nil || s.hash == h && s.name == name {
-			return s.sv
-		}
-	}
-}
-
 type serverView struct {
 	// own is kinds[k][0], the server's own layer, held here so that the
 	// common decision, with no narrowing scope, reads no slice.
@@ -282,17 +237,17 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	if v == nil {
 		v = t.anyone
 	}
-	sv := v.index.get(server)
-	if sv == nil {
+	slot := v.index.get(server)
+	if slot == nil {
 		return Decision{Effect: Deny, Reason: UnknownServer}
 	}
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
-	win := sv.own[kind]
+	win := slot.own[kind]
 	best, winRule := win.first(name)
 	timeout := win.timeout
-	if layers := sv.kinds[kind]; len(layers) > 1 {
-		for _, l := range layers[1:] {
+	if slot.narrowed[kind] {
+		for _, l := range slot.sv.kinds[kind][1:] {
 			e, rule := l.first(name)
 			if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 				timeout = l.timeout
@@ -310,9 +265,10 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	}
 	if d.Effect == Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = sv.own[Tool].channel
+		d.ApprovalChannel = slot.own[Tool].channel
 	}
 	if kind == Resource && d.Effect != Deny && strings.HasPrefix(name, "ui://") {
+		sv := slot.sv
 		switch {
 		case sv.ui == nil || !sv.ui.admits(name):
 			return Decision{Effect: Deny, Reason: UINotAllowlisted}

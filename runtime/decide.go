@@ -191,15 +191,6 @@ type ruleHot struct {
 	effect Effect
 }
 
-// first returns the effect of l for name and the index of the deciding
-// rule, or -1 for l's default.
-func (l *layer) first(name string) (Effect, int) {
-	if i := l.set.First(name); i >= 0 {
-		return l.hot[i].effect, i
-	}
-	return l.def, -1
-}
-
 type uiList struct {
 	exact    map[string]bool
 	prefixes []string
@@ -244,11 +235,17 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
 	win := slot.own[kind]
-	best, winRule := win.first(name)
+	best, winRule := win.def, win.set.First(name)
+	if winRule >= 0 {
+		best = win.hot[winRule].effect
+	}
 	timeout := win.timeout
 	if slot.narrowed[kind] {
 		for _, l := range slot.sv.kinds[kind][1:] {
-			e, rule := l.first(name)
+			e, rule := l.def, l.set.First(name)
+			if rule >= 0 {
+				e = l.hot[rule].effect
+			}
 			if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
 				timeout = l.timeout
 			}

@@ -166,25 +166,6 @@ func (s *Set) indexLiterals(lits []literal) {
 	}
 }
 
-// literal returns the position in s.lits of the literal that is name, or
-// -1.
-func (s *Set) literal(name string) int {
-	sig := signature(name)
-	word, bit := s.litSigs[sig>>6], uint64(1)<<(sig&63)
-	if word&bit == 0 {
-		return -1
-	}
-	i := int(s.litRanks[sig>>6]) + bits.OnesCount64(word&(bit-1))
-	for {
-		if s.lits[i].text == name {
-			return i
-		}
-		if i = int(s.lits[i].next); i == 0 {
-			return -1
-		}
-	}
-}
-
 // Build builds the Set's DFA if it has not been built. It is safe to call
 // concurrently with First and with itself.
 func (s *Set) Build() {
@@ -404,13 +385,44 @@ func (s *Set) Len() int { return s.n }
 // First returns the index of the first pattern (lowest index) that matches
 // name, or -1 if none does. It does not allocate.
 func (s *Set) First(name string) int {
-	k := s.literal(name)
-	if d := s.dfa.Load(); d != nil {
-		if k >= 0 {
-			return int(d.answers[k])
+	d := s.dfa.Load()
+	if sig := signature(name); s.litSigs[sig>>6]&(1<<(sig&63)) != 0 {
+		if k := s.literal(name, sig); k >= 0 {
+			if d != nil {
+				return int(d.answers[k])
+			}
+			return s.firstByPattern(name, k)
 		}
-		return d.first(name) // not a literal: the globs decide
 	}
+	// Not a literal: the globs decide.
+	switch {
+	case d == nil:
+		return s.firstByPattern(name, -1)
+	case d.trans16 != nil:
+		return walk(d, d.trans16, name)
+	default:
+		return walk(d, d.trans32, name)
+	}
+}
+
+// literal returns the position in s.lits of the literal that is name, or
+// -1. sig is name's signature, and its bit in litSigs is set.
+func (s *Set) literal(name string, sig uint32) int {
+	word := s.litSigs[sig>>6]
+	i := int(s.litRanks[sig>>6]) + bits.OnesCount64(word&(1<<(sig&63)-1))
+	for {
+		if s.lits[i].text == name {
+			return i
+		}
+		if i = int(s.lits[i].next); i == 0 {
+			return -1
+		}
+	}
+}
+
+// firstByPattern is First before the DFA is built: it tries the globs one
+// by one. k is the position in s.lits of the literal that name is, or -1.
+func (s *Set) firstByPattern(name string, k int) int {
 	for i, p := range s.globs {
 		if p.Match(name) {
 			if k >= 0 && s.lits[k].index < s.index[i] {
@@ -444,6 +456,7 @@ func (s *dfa) first(name string) int {
 	return walk(s, s.trans32, name)
 }
 
+// walk runs the DFA s, whose table is trans, over name.
 func walk[T uint16 | uint32](s *dfa, trans []T, name string) int {
 	limit := s.limit
 	at := s.start

@@ -5,7 +5,8 @@
 // entry points take bytes that a signature check has already accepted (see
 // LoadVerified) or that the caller vouches for explicitly (Load, used by the
 // compiler's own tools on a table it just built). A decision is a lookup:
-// exact names in hash maps, globs compiled to automata; it allocates nothing.
+// servers in a hash index, exact names in a table indexed by a signature of
+// the name, globs compiled to automata; it allocates nothing.
 package runtime
 
 import (

@@ -160,14 +160,10 @@ type Table struct {
 
 // view is the decision structure of one class of principals.
 type view struct {
-	servers map[string]*serverView
-	index   serverIndex // servers again, for Decide
+	servers serverIndex
 }
 
 type serverView struct {
-	// own is kinds[k][0], the server's own layer, held here so that the
-	// common decision, with no narrowing scope, reads no slice.
-	own   [numKinds]*layer
 	kinds [numKinds][]*layer // the server's own layer first
 	ui    *uiList
 }
@@ -229,7 +225,7 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	if v == nil {
 		v = t.anyone
 	}
-	slot := v.index.get(server)
+	slot := v.servers.get(server)
 	if slot == nil {
 		return Decision{Effect: Deny, Reason: UnknownServer}
 	}
@@ -330,7 +326,11 @@ func (t *Table) buildAutomata() {
 	seen := map[*glob.Set]bool{}
 	var sets []*glob.Set
 	for _, v := range append([]*view{t.anyone}, slices.Collect(maps.Values(t.named))...) {
-		for _, sv := range v.servers {
+		for _, slot := range v.servers.slots {
+			sv := slot.sv
+			if sv == nil {
+				continue
+			}
 			for _, layers := range sv.kinds {
 				for _, l := range layers {
 					if !seen[&l.set] {
@@ -404,11 +404,11 @@ func load(src *table.Table) (*Table, error) {
 		scopes = append(scopes, sl)
 	}
 	build := func(principal string) *view {
-		v := &view{servers: map[string]*serverView{}}
+		servers := map[string]*serverView{}
 		for name, ks := range base {
 			sv := &serverView{}
 			for k := Tool; k < numKinds; k++ {
-				sv.own[k], sv.kinds[k] = ks[k], []*layer{ks[k]}
+				sv.kinds[k] = []*layer{ks[k]}
 			}
 			for _, sc := range scopes {
 				if !sc.AppliesTo(principal) {
@@ -429,10 +429,9 @@ func load(src *table.Table) (*Table, error) {
 			if ui := src.Servers[name].UI; ui != nil {
 				sv.ui = compileUI(ui, src.Channels)
 			}
-			v.servers[name] = sv
+			servers[name] = sv
 		}
-		v.index = newServerIndex(v.servers)
-		return v
+		return &view{servers: newServerIndex(servers)}
 	}
 	t.anyone = build("")
 	for _, sc := range scopes {

@@ -30,10 +30,11 @@ func (t *Table) Explain(principal, server string, kind Kind, name string) Explan
 	if v == nil {
 		v = t.anyone
 	}
-	sv := v.servers[server]
-	if sv == nil {
+	slot := v.servers.get(server)
+	if slot == nil {
 		return ex
 	}
+	sv := slot.sv
 	for _, l := range sv.kinds[kind] {
 		if len(ex.Scopes) == 0 || ex.Scopes[len(ex.Scopes)-1] != l.scope {
 			ex.Scopes = append(ex.Scopes, l.scope)

@@ -21,8 +21,9 @@ type serverSlot struct {
 	hash uint64
 	sv   *serverView // nil: the slot is free
 	name string
-	// own is sv.own and narrowed says which kinds have narrowing layers,
-	// so that a decision with none reads no serverView.
+	// own is each kind's first layer, the server's own, and narrowed says
+	// which kinds have narrowing layers after it, so that a decision with
+	// none reads no serverView.
 	own      [numKinds]*layer
 	narrowed [numKinds]bool
 }
@@ -39,9 +40,10 @@ func newServerIndex(servers map[string]*serverView) serverIndex {
 		for x.slots[i].sv != nil {
 			i = (i + 1) & x.mask
 		}
-		x.slots[i] = serverSlot{hash: h, sv: sv, name: name, own: sv.own}
-		for k := range sv.kinds {
-			x.slots[i].narrowed[k] = len(sv.kinds[k]) > 1
+		x.slots[i] = serverSlot{hash: h, sv: sv, name: name}
+		for k, layers := range sv.kinds {
+			x.slots[i].own[k] = layers[0]
+			x.slots[i].narrowed[k] = len(layers) > 1
 		}
 	}
 	return x

@@ -18,7 +18,11 @@ func TestServerIndex(t *testing.T) {
 				name = "s" + name[1:n-1] + "z" // same ends, different middles
 			}
 			if _, dup := servers[name]; !dup {
-				servers[name] = &serverView{}
+				sv := &serverView{}
+				for k := range sv.kinds {
+					sv.kinds[k] = []*layer{{}}
+				}
+				servers[name] = sv
 				names = append(names, name)
 			}
 		}
@@ -29,7 +33,7 @@ func TestServerIndex(t *testing.T) {
 	}
 	for _, name := range names {
 		s := x.get(name)
-		if s == nil || s.sv != servers[name] || s.name != name {
+		if s == nil || s.sv != servers[name] || s.name != name || s.own[Prompt] != s.sv.kinds[Prompt][0] {
 			t.Errorf("get(%q) = %+v; want the slot of %q", name, s, name)
 		}
 	}

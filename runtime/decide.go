@@ -236,7 +236,7 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	if winRule >= 0 {
 		best = win.hot[winRule].effect
 	}
-	timeout := win.timeout
+	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
 	if slot.narrowed[kind] {
 		for _, l := range slot.sv.kinds[kind][1:] {
 			e, rule := l.def, l.set.First(name)

@@ -22,6 +22,9 @@ func TestServerIndex(t *testing.T) {
 				for k := range sv.kinds {
 					sv.kinds[k] = []*layer{{}}
 				}
+				if len(servers)%3 == 0 { // a narrowing layer after the server's own
+					sv.kinds[Prompt] = append(sv.kinds[Prompt], &layer{})
+				}
 				servers[name] = sv
 				names = append(names, name)
 			}
@@ -33,8 +36,14 @@ func TestServerIndex(t *testing.T) {
 	}
 	for _, name := range names {
 		s := x.get(name)
-		if s == nil || s.sv != servers[name] || s.name != name || s.own[Prompt] != s.sv.kinds[Prompt][0] {
+		if s == nil || s.sv != servers[name] || s.name != name {
 			t.Errorf("get(%q) = %+v; want the slot of %q", name, s, name)
+			continue
+		}
+		for k, layers := range s.sv.kinds {
+			if s.own[k] != layers[0] || s.narrowed[k] != (len(layers) > 1) {
+				t.Errorf("get(%q): kind %d: own %p narrowed %t; want %p, %t", name, k, s.own[k], s.narrowed[k], layers[0], len(layers) > 1)
+			}
 		}
 	}
 	for _, name := range []string{"c", "sz", "s?z", "saaaaz1", strings.Repeat("c", 16), strings.Repeat("s", 17) + "z", "\x00"} {
@@ -44,5 +53,35 @@ func TestServerIndex(t *testing.T) {
 	}
 	if s := newServerIndex(nil); s.get("") != nil || s.get("x") != nil {
 		t.Error("an empty index found a server")
+	}
+}
+
+// TestServerIndexCollision makes an unknown name's hash equal to a held
+// server's, as a collision would: only the comparison of names tells them
+// apart, and the unknown name must stay unknown (a deny).
+func TestServerIndexCollision(t *testing.T) {
+	servers := map[string]*serverView{}
+	for _, name := range []string{"github", "linear", "filesystem", "memory", "a-server-with-a-long-name"} {
+		sv := &serverView{}
+		for k := range sv.kinds {
+			sv.kinds[k] = []*layer{{}}
+		}
+		servers[name] = sv
+	}
+	x := newServerIndex(servers)
+	for _, unknown := range []string{"githuB", "linea", "a-server-with-a-long-namf", "", "x"} {
+		h := x.hash(unknown)
+		// Give every slot the unknown name's hash: wherever its probe
+		// goes, the hashes match.
+		saved := make([]uint64, len(x.slots))
+		for i := range x.slots {
+			saved[i], x.slots[i].hash = x.slots[i].hash, h
+		}
+		if s := x.get(unknown); s != nil {
+			t.Errorf("get(%q) with colliding hashes = slot of %q; want nil", unknown, s.name)
+		}
+		for i := range x.slots {
+			x.slots[i].hash = saved[i]
+		}
 	}
 }

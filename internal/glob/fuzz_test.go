@@ -55,9 +55,12 @@ func FuzzSetFirst(f *testing.F) {
 				pats = append(pats, p)
 			}
 		}
-		s := Compile(pats)
+		s, unbuilt := Compile(pats), CompileDeferred(pats)
 		if got, want := s.First(name), firstRef(pats, name); got != want {
 			t.Fatalf("patterns %q: First(%q) = %d; want %d", patterns, name, got, want)
+		}
+		if got, want := unbuilt.First(name), firstRef(pats, name); got != want {
+			t.Fatalf("patterns %q: before Build, First(%q) = %d; want %d", patterns, name, got, want)
 		}
 		for _, p := range pats {
 			if ex, ok := Example(p); ok {

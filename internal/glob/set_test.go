@@ -167,7 +167,8 @@ func TestSetDFACap(t *testing.T) {
 // -race).
 func TestSetBuildConcurrent(t *testing.T) {
 	pats := benchPatterns(t)
-	names := []string{"get_issue", "list_issues", "zzz", "a_x", "delete_repo", ""}
+	// Literal names too: their answers are published with the DFA.
+	names := []string{"get_issue", "list_issues", "zzz", "a_x", "delete_repo", "", "list_commits", "push_files", "get_file_contents", "run_workflow"}
 	s := CompileDeferred(pats)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -187,6 +188,51 @@ func TestSetBuildConcurrent(t *testing.T) {
 			}
 		}()
 	}
+	wg.Wait()
+	if s.dfa.Load() == nil {
+		t.Fatal("Build built no DFA")
+	}
+}
+
+// TestSetBuildConcurrentLiterals asks for literal names while Build runs on
+// a block with thousands of them, so that readers are there while their
+// answers are computed: an automaton published before its answers is
+// caught (run with -race).
+func TestSetBuildConcurrentLiterals(t *testing.T) {
+	srcs := []string{"lit1*", "*_x"}
+	for i := range 3000 {
+		srcs = append(srcs, "lit"+strconv.Itoa(i))
+	}
+	pats := parseAll(t, srcs...)
+	names := []string{"lit0", "lit1", "lit17", "lit2999", "lit2", "a_x", "lit"}
+	want := make([]int, len(names))
+	for i, n := range names {
+		want[i] = firstRef(pats, n)
+	}
+	s := CompileDeferred(pats)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for after := 0; after < 100; {
+				select {
+				case <-done:
+					after++
+				default:
+				}
+				for i, n := range names {
+					if got := s.First(n); got != want[i] {
+						t.Errorf("First(%q) = %d; want %d", n, got, want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	s.Build()
+	close(done)
 	wg.Wait()
 	if s.dfa.Load() == nil {
 		t.Fatal("Build built no DFA")

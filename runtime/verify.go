@@ -140,7 +140,10 @@ type Verified struct {
 //     same table, and a table re-signed by another key or with a renewed
 //     expiry keeps its serial. Serials must therefore grow with every
 //     commit CI signs (see docs/git.md);
-//  7. the table is loaded (ErrInvalidTable when a pattern does not parse);
+//  7. the table is loaded (ErrInvalidTable when a pattern does not parse).
+//     The load is built while step 4's proof that the payload is canonical
+//     and carries its digest runs on another core; it is refused as step 4
+//     would, and step 7 reports its own error only after steps 5 and 6;
 //  8. with a StateDir, the serial and digest are recorded, atomically,
 //     when they differ from the recorded ones, and only after every check
 //     passed.
@@ -173,12 +176,21 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 		}
 		return nil, nil, refuse(ErrBadSignature, err)
 	}
-	src, err := table.Decode(env.Payload)
+	src, prove, err := table.DecodeDeferred(env.Payload)
 	if err != nil {
 		var fe *table.FormatError
 		if errors.As(err, &fe) && fe.Found != "" {
 			return nil, nil, refuse(ErrUnknownFormat, err)
 		}
+		return nil, nil, refuse(ErrInvalidTable, fmt.Errorf("the signed payload is not a valid table: %w", err))
+	}
+	// The proof that the payload is the table's canonical encoding, with
+	// its digest, runs on another core while the table is loaded; nothing
+	// loaded is used, or returned, unless it succeeds.
+	proof := make(chan error, 1)
+	go func() { proof <- prove() }()
+	t, loadErr := load(src)
+	if err := <-proof; err != nil {
 		return nil, nil, refuse(ErrInvalidTable, fmt.Errorf("the signed payload is not a valid table: %w", err))
 	}
 	v := &Verified{KeyIDs: keyIDs, Digest: src.Digest, Serial: src.Serial, Payload: env.Payload}
@@ -207,15 +219,15 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 			}
 		}
 	}
-	t, err := Load(src)
-	if err != nil {
-		return nil, nil, refuse(ErrInvalidTable, err)
+	if loadErr != nil {
+		return nil, nil, refuse(ErrInvalidTable, loadErr)
 	}
 	if statePath != "" && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest) {
 		if err := writeState(statePath, acceptedState{Digest: src.Digest, Serial: src.Serial}); err != nil {
 			return nil, nil, err
 		}
 	}
+	go t.buildAutomata() // as Load does
 	return t, v, nil
 }
 

@@ -283,50 +283,71 @@ func (e *DigestError) Error() string {
 }
 
 // Decode parses canonical table bytes and checks the format, the digest and
-// the structure. It is the only way a table is read.
+// the structure. With DecodeDeferred it is the only way a table is read.
 func Decode(b []byte) (*Table, error) {
+	t, prove, err := DecodeDeferred(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := prove(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// DecodeDeferred is Decode in two parts. It parses b strictly and checks the
+// format and the table's structure at once; prove then checks that b is the
+// table's canonical encoding and carries its digest, about a third of
+// Decode's time. A caller may prepare the table while prove runs on another
+// core, but must use neither the table nor what it prepared until prove
+// has returned nil, and must discard both if it returns an error.
+func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
 	var head struct {
 		Format string `json:"format"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, fmt.Errorf("decode table: %w", err)
+		return nil, nil, fmt.Errorf("decode table: %w", err)
 	}
 	if head.Format != Format {
-		return nil, &FormatError{Found: head.Format}
+		return nil, nil, &FormatError{Found: head.Format}
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var t Table
-	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("decode table: %w", err)
-	}
-	re, err := marshal(&t)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(re, b) {
-		return nil, ErrNotCanonical
-	}
-	// The digest covers the canonical table with the digest blanked. The
-	// bytes are canonical, so the top-level digest is the one place the
-	// text `\n  "digest": "` occurs (strings escape their quotes).
-	recorded := t.Digest
-	field := []byte("\n  \"digest\": \"" + recorded + "\"")
-	i := bytes.Index(b, field)
-	if i < 0 {
-		return nil, ErrNotCanonical
-	}
-	h := sha256.New()
-	h.Write(b[:i])
-	h.Write([]byte("\n  \"digest\": \"\""))
-	h.Write(b[i+len(field):])
-	if computed := "sha256:" + hex.EncodeToString(h.Sum(nil)); computed != recorded {
-		return nil, &DigestError{Recorded: recorded, Computed: computed}
+	t = new(Table)
+	if err := dec.Decode(t); err != nil {
+		return nil, nil, fmt.Errorf("decode table: %w", err)
 	}
 	if err := t.Check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &t, nil
+	recorded := t.Digest
+	prove = func() error {
+		re, err := marshal(t)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(re, b) {
+			return ErrNotCanonical
+		}
+		// The digest covers the canonical table with the digest blanked.
+		// The bytes are canonical, so the top-level digest is the one
+		// place the text `\n  "digest": "` occurs (strings escape their
+		// quotes).
+		field := []byte("\n  \"digest\": \"" + recorded + "\"")
+		i := bytes.Index(b, field)
+		if i < 0 {
+			return ErrNotCanonical
+		}
+		h := sha256.New()
+		h.Write(b[:i])
+		h.Write([]byte("\n  \"digest\": \"\""))
+		h.Write(b[i+len(field):])
+		if computed := "sha256:" + hex.EncodeToString(h.Sum(nil)); computed != recorded {
+			return &DigestError{Recorded: recorded, Computed: computed}
+		}
+		return nil
+	}
+	return t, prove, nil
 }
 
 // Check validates the structure of a table: effects, defaults, references

@@ -52,13 +52,7 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 			if err != nil {
 				return nil, fmt.Errorf("tools/list: %w", err)
 			}
-			for _, t := range tools {
-				if t == nil || t.Name == "" || c.toolIdx[t.Name] != nil {
-					continue
-				}
-				c.tools = append(c.tools, t)
-				c.toolIdx[t.Name] = t
-			}
+			c.tools, c.toolIdx = firstByKey(tools, func(t *mcp.Tool) string { return t.Name })
 		}
 	}
 	if which&listPrompts != 0 {
@@ -68,13 +62,7 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 			if err != nil {
 				return nil, fmt.Errorf("prompts/list: %w", err)
 			}
-			for _, p := range prompts {
-				if p == nil || p.Name == "" || c.promptIdx[p.Name] != nil {
-					continue
-				}
-				c.prompts = append(c.prompts, p)
-				c.promptIdx[p.Name] = p
-			}
+			c.prompts, c.promptIdx = firstByKey(prompts, func(p *mcp.Prompt) string { return p.Name })
 		}
 	}
 	if which&listResources != 0 {
@@ -85,13 +73,7 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 			if err != nil {
 				return nil, fmt.Errorf("resources/list: %w", err)
 			}
-			for _, r := range resources {
-				if r == nil || r.URI == "" || c.resourceIdx[r.URI] != nil {
-					continue
-				}
-				c.resources = append(c.resources, r)
-				c.resourceIdx[r.URI] = r
-			}
+			c.resources, c.resourceIdx = firstByKey(resources, func(r *mcp.Resource) string { return r.URI })
 			templates, err := mcplist.Templates(ctx, cs)
 			if err != nil {
 				return nil, fmt.Errorf("resources/templates/list: %w", err)
@@ -110,6 +92,23 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 		}
 	}
 	return c, nil
+}
+
+// firstByKey keeps the items of a listing that have a key (a name or a
+// URI), the first of each key only, in order, and indexes them by key.
+func firstByKey[T any](items []*T, key func(*T) string) ([]*T, map[string]*T) {
+	var kept []*T
+	idx := map[string]*T{}
+	for _, it := range items {
+		if it == nil {
+			continue
+		}
+		if k := key(it); k != "" && idx[k] == nil {
+			kept = append(kept, it)
+			idx[k] = it
+		}
+	}
+	return kept, idx
 }
 
 // routes reports whether a resources/read of uri belongs to this upstream:

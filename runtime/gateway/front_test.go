@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -189,20 +187,7 @@ func TestServeIOStopAnswersCallsRead(t *testing.T) {
 			return Verdict{Outcome: OutcomeTimedOut}, nil
 		})
 	})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() {
-		served <- tg.ServeIO(ctx, "alice", inR, outW)
-		outW.Close()
-	}()
-	defer inW.Close()
-	c := &rawClient{t: t, w: inW, r: bufio.NewReader(outR), version: legacyVersion}
-	c.call(0, "initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`, legacyVersion))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-
+	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
 	select {
 	case <-held:
@@ -210,7 +195,7 @@ func TestServeIOStopAnswersCallsRead(t *testing.T) {
 		t.Fatal("the call was not held")
 	}
 	stopped := time.Now()
-	cancel()
+	c.stop()
 	close(closed)
 	answer := c.next()
 	var resp struct {
@@ -223,7 +208,7 @@ func TestServeIOStopAnswersCallsRead(t *testing.T) {
 		t.Fatalf("after the stop, got %s; want the held call 7 answered as not run", answer)
 	}
 	select {
-	case err := <-served:
+	case err := <-c.served:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("ServeIO returned %v; want context.Canceled", err)
 		}
@@ -266,30 +251,20 @@ func TestServeIOStopAfterInputEnded(t *testing.T) {
 			return Verdict{Outcome: OutcomeTimedOut}, nil
 		})
 	})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go io.Copy(io.Discard, outR)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() {
-		served <- tg.ServeIO(ctx, "alice", inR, outW)
-		outW.Close()
-	}()
-	fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n", legacyVersion)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`+"\n")
+	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
+	go io.Copy(io.Discard, c.r)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
 	select {
 	case <-held:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call was not held")
 	}
-	inW.Close()
+	c.w.Close()
 	time.Sleep(200 * time.Millisecond) // the end of input is read and the wait for answers begins
 	stopped := time.Now()
-	cancel()
+	c.stop()
 	select {
-	case <-served:
+	case <-c.served:
 	case <-time.After(StopTimeout + 5*time.Second):
 		t.Fatal("ServeIO did not return after the stop")
 	}

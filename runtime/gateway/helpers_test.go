@@ -226,33 +226,35 @@ var allVersions = []string{oldVersion, legacyVersion, newVersion}
 // and returns the bytes it answers.
 type rawClient struct {
 	t       testing.TB
-	w       io.Writer
+	w       io.WriteCloser // the server's input: Close ends it
 	r       *bufio.Reader
 	version string
+	stop    context.CancelFunc // cancels the context the server runs with
+	served  <-chan error       // what the server returned, once it has
 }
 
 // rawSession starts ServeIO for principal and returns a client that has
 // completed the handshake of version.
 func rawSession(t testing.TB, g *Gateway, principal, version string) *rawClient {
 	t.Helper()
-	return rawServe(t, version, func(ctx context.Context, in io.Reader, out io.Writer) {
-		g.ServeIO(ctx, principal, in, out)
+	return rawServe(t, version, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return g.ServeIO(ctx, principal, in, out)
 	})
 }
 
 // rawPlain is rawSession against a plain SDK server, for comparison.
 func rawPlain(t testing.TB, s *mcp.Server, version string) *rawClient {
 	t.Helper()
-	return rawServe(t, version, func(ctx context.Context, in io.Reader, out io.Writer) {
+	return rawServe(t, version, func(ctx context.Context, in io.Reader, out io.Writer) error {
 		ss, err := s.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
 		if err != nil {
-			return
+			return err
 		}
 		go func() {
 			<-ctx.Done()
 			ss.Close()
 		}()
-		ss.Wait()
+		return ss.Wait()
 	})
 }
 
@@ -260,14 +262,15 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func rawServe(t testing.TB, version string, serve func(ctx context.Context, in io.Reader, out io.Writer)) *rawClient {
+func rawServe(t testing.TB, version string, serve func(ctx context.Context, in io.Reader, out io.Writer) error) *rawClient {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	served := make(chan error, 1)
 	go func() {
 		defer close(done)
-		serve(ctx, inR, outW)
+		served <- serve(ctx, inR, outW)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -275,7 +278,7 @@ func rawServe(t testing.TB, version string, serve func(ctx context.Context, in i
 		cancel()
 		<-done
 	})
-	c := &rawClient{t: t, w: inW, r: bufio.NewReader(outR), version: version}
+	c := &rawClient{t: t, w: inW, r: bufio.NewReader(outR), version: version, stop: cancel, served: served}
 	if version < newVersion {
 		c.call(0, "initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`, version))
 		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -25,8 +25,9 @@ const maxDFAStates = 20000
 // name's length and end bytes: a 512-bit set of the literals' signatures
 // turns most other names away, and a set bit's rank is the position of the
 // literal with that signature, so a lookup is a popcount, one load and one
-// comparison, with no hashing of the name. Each literal keeps the Set's whole
-// answer for it, so a name the policy spells out needs no walk. In the DFA
+// comparison, with no hashing of the name. Once the DFA is built it holds
+// the Set's whole answer for each literal, so a name the policy spells out
+// needs no walk. In the DFA
 // literals would form a trie: for a 50-server policy with 40% exact names
 // that was a third of the automata's size, and the automata stay in cache
 // better without it. The other patterns form a DFA over the cells of their

@@ -221,9 +221,11 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	if kind >= numKinds {
 		return Decision{Effect: Deny, Reason: UnknownKind}
 	}
-	v := t.named[principal]
-	if v == nil {
-		v = t.anyone
+	v := t.anyone
+	if principal != "" && len(t.named) > 0 { // no map lookup for the anonymous principal
+		if w := t.named[principal]; w != nil {
+			v = w
+		}
 	}
 	slot := v.servers.get(server)
 	if slot == nil {

@@ -109,6 +109,46 @@ func TestSetEdgeCases(t *testing.T) {
 	}
 }
 
+// TestSetParts checks that the automata of the three groups of globs (see
+// part) decide together as one: the answer is the lowest index across them,
+// whichever automaton finds it, whatever the others read after they become
+// final, and across the walk's 16-byte checks.
+func TestSetParts(t *testing.T) {
+	srcs := []string{
+		"[a-c]*_z",  // 0: starts with a class
+		"*_x*",      // 1: starts with a star
+		"get_*",     // 2: anchored, final once "get_" is read
+		"?et_y",     // 3: starts with a class-like ?
+		"*é*",       // 4
+		"get_exact", // 5: a literal
+		"*_z",       // 6
+		"list_*_x",  // 7
+	}
+	pats := parseAll(t, srcs...)
+	s := Compile(pats)
+	d := s.dfa.Load()
+	if d == nil {
+		t.Fatal("no DFA")
+	}
+	for k := range maxParts {
+		if d.alphabet[k].starts == nil || d.start[k] >= int32(d.limit) {
+			t.Errorf("automaton %d is unused; want one per group", k)
+		}
+	}
+	long := strings.Repeat("q", 15)
+	names := []string{
+		"a_z", "b_x_z", "get_z", "get_x", "get_exact", "get_exact_x", "bet_y", "get_y",
+		"x_z", "_x", "list_a_x", "list_x", "é", "get_é", "d_z", "c",
+		"get_" + long + "é" + long, "c" + long + "_x" + long, "list_" + long + "_x",
+		long + "é", long + "_z", "b" + long + "é_z", "get_" + strings.Repeat("é", 40),
+	}
+	for _, name := range names {
+		if got, want := s.First(name), firstRef(pats, name); got != want {
+			t.Errorf("First(%q) = %d; want %d", name, got, want)
+		}
+	}
+}
+
 func TestSetFirstRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tokens := []string{"a", "b", "/", ":", "é", "*", "?", "[ab]", "[!a]", `\*`, "[é-ü]", "\uFFFD"}
@@ -130,8 +170,12 @@ func TestSetFirstRandom(t *testing.T) {
 		if slow.dfa.Load() != nil {
 			t.Fatal("CompileDeferred built a DFA")
 		}
+		maxPieces := 10
+		if trial%5 == 0 {
+			maxPieces = 40 // past the walk's 16-byte checks
+		}
 		for range 50 {
-			name := randName(rng, pieces, 10)
+			name := randName(rng, pieces, maxPieces)
 			want := firstRef(pats, name)
 			if got := dfa.First(name); got != want {
 				t.Fatalf("patterns %q: First(%q) = %d; want %d", srcs, name, got, want)
@@ -149,7 +193,7 @@ func TestSetDFACap(t *testing.T) {
 	pats := parseAll(t, "get_*", blowup)
 	s := Compile(pats)
 	if d := s.dfa.Load(); d != nil {
-		t.Fatalf("Compile(%q) built a DFA of %d states", blowup, d.limit/(d.cells+1))
+		t.Fatalf("Compile(%q) built automata of %d values", blowup, d.limit)
 	}
 	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {
 		if got, want := s.First(name), firstRef(pats, name); got != want {
@@ -292,12 +336,17 @@ func TestSetASCIICells(t *testing.T) {
 	if d == nil {
 		t.Fatal("no DFA")
 	}
-	if d.cells < 256 {
-		t.Fatalf("only %d cells", d.cells)
+	if d.cells[0] < 256 {
+		t.Fatalf("only %d cells", d.cells[0])
 	}
-	for b := range rune(utf8.RuneSelf) {
-		if int(d.ascii[b]) != d.cell(b) {
-			t.Errorf("ascii[%q] = %d; cell = %d", b, d.ascii[b], d.cell(b))
+	for k := range maxParts {
+		if d.alphabet[k].starts == nil {
+			continue // unused
+		}
+		for b := range rune(utf8.RuneSelf) {
+			if int(d.ascii[k][b]) != d.alphabet[k].cell(b) {
+				t.Errorf("automaton %d: ascii[%q] = %d; cell = %d", k, b, d.ascii[k][b], d.alphabet[k].cell(b))
+			}
 		}
 	}
 	pats := parseAll(t, srcs...)
@@ -314,18 +363,19 @@ func TestSetASCIICells(t *testing.T) {
 // rule of the wrong effect. Rules per block are not capped.
 func TestSetIndexPast16Bits(t *testing.T) {
 	for _, n := range []int{65533, 65534, 65535, 65536} {
-		pats := make([]*Pattern, 0, n+2)
+		pats := make([]*Pattern, 0, n+3)
 		for i := range n {
 			pats = append(pats, MustParse("lit"+strconv.Itoa(i)))
 		}
-		// No trailing star: "a?" accepts in a state that is not final,
-		// so its index is in an acceptance column, not in a transition.
-		pats = append(pats, MustParse("a?"))
+		// "a?" accepts in a state that is not final, "b*" in a final
+		// one: both indices are in acceptance columns, of a state's row
+		// and of a final row.
+		pats = append(pats, MustParse("a?"), MustParse("b*"))
 		s := Compile(pats)
 		if s.dfa.Load() == nil {
 			t.Fatal("no DFA")
 		}
-		for _, name := range []string{"ab", "lit7", "a", "abc"} {
+		for _, name := range []string{"ab", "lit7", "a", "abc", "b", "bcd"} {
 			if got, want := s.First(name), firstRef(pats, name); got != want {
 				t.Errorf("%d literals first: First(%q) = %d; want %d", n, name, got, want)
 			}

@@ -344,8 +344,8 @@ func TestSetASCIICells(t *testing.T) {
 			continue // unused
 		}
 		for b := range rune(utf8.RuneSelf) {
-			if int(d.ascii[k][b]) != d.alphabet[k].cell(b) {
-				t.Errorf("automaton %d: ascii[%q] = %d; cell = %d", k, b, d.ascii[k][b], d.alphabet[k].cell(b))
+			if int(d.ascii[b][k]) != d.alphabet[k].cell(b) {
+				t.Errorf("automaton %d: ascii[%q] = %d; cell = %d", k, b, d.ascii[b][k], d.alphabet[k].cell(b))
 			}
 		}
 	}

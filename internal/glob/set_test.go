@@ -1,6 +1,7 @@
 package glob
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -372,8 +373,14 @@ func TestSetIndexPast16Bits(t *testing.T) {
 		// and of a final row.
 		pats = append(pats, MustParse("a?"), MustParse("b*"))
 		s := Compile(pats)
-		if s.dfa.Load() == nil {
+		d := s.dfa.Load()
+		if d == nil {
 			t.Fatal("no DFA")
+		}
+		// The largest value is b*'s acceptance, n+2: the table is 16-bit
+		// exactly when it fits.
+		if wide := n+2 > math.MaxUint16; wide != (d.trans32 != nil) || wide == (d.trans16 != nil) {
+			t.Errorf("%d literals first: 32-bit table %t; want %t", n, d.trans32 != nil, wide)
 		}
 		for _, name := range []string{"ab", "lit7", "a", "abc", "b", "bcd"} {
 			if got, want := s.First(name), firstRef(pats, name); got != want {
@@ -406,6 +413,101 @@ func TestSetLiterals(t *testing.T) {
 			if got, want := s.First(name), firstRef(pats, name); got != want {
 				t.Fatalf("built %t: First(%q) = %d; want %d", s.dfa.Load() != nil, name, got, want)
 			}
+		}
+	}
+}
+
+// TestSetWalkWaitsForEveryAutomaton: the walk may stop early only once all
+// three automata are final. In each case two groups are final within the
+// first rune (dead, or a trailing star with nothing before it alive) and
+// the third decides on the name's last rune, past the 16-byte checks, so a
+// check that ignores any one automaton answers wrongly.
+func TestSetWalkWaitsForEveryAutomaton(t *testing.T) {
+	for _, tt := range []struct {
+		srcs   []string
+		group  int // the group of srcs[0], which decides
+		prefix string
+	}{
+		{[]string{"a*z", "*", "?*"}, 0, "a"},
+		{[]string{"*z", "x*", "?*"}, 1, "a"},
+		{[]string{"?*z", "x*", "*"}, 2, "a"},
+	} {
+		pats := parseAll(t, tt.srcs...)
+		if g := part(pats[0]); g != tt.group {
+			t.Fatalf("part(%q) = %d; want %d", tt.srcs[0], g, tt.group)
+		}
+		groups := map[int]bool{}
+		for _, p := range pats {
+			groups[part(p)] = true
+		}
+		if len(groups) != maxParts {
+			t.Fatalf("%q: %d groups; want one automaton per group", tt.srcs, len(groups))
+		}
+		s := Compile(pats)
+		if s.dfa.Load() == nil {
+			t.Fatal("no DFA")
+		}
+		for n := 14; n <= 50; n++ {
+			body := tt.prefix + strings.Repeat("b", n)
+			for _, name := range []string{
+				body + "z", body + "y", body + "日z", body + "\xffz", body + "z\xff",
+				tt.prefix + strings.Repeat("é", n) + "z", tt.prefix + strings.Repeat("b", n%16) + "日" + strings.Repeat("b", n) + "z",
+			} {
+				want := firstRef(pats, name)
+				if strings.HasSuffix(name, "z") && want != 0 {
+					t.Fatalf("%q: reference First(%q) = %d; want 0", tt.srcs, name, want)
+				}
+				if got := s.First(name); got != want {
+					t.Errorf("%q: First(%q) = %d; want %d", tt.srcs, name, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSetFinalRows checks the layout the walk's early stop relies on: the
+// rows of final states lie at or past limit and loop to themselves with a
+// fixed answer, and a state whose answer is settled (a trailing star with
+// no earlier glob alive, or no glob alive) has such a row.
+func TestSetFinalRows(t *testing.T) {
+	pats := parseAll(t, "get_*", "get_x?", "[ab]c*d", "*", "?*")
+	d := Compile(pats).dfa.Load()
+	if d == nil || d.trans16 == nil {
+		t.Fatal("no 16-bit DFA")
+	}
+	trans := d.trans16
+	// at returns the row automaton k reaches on name, checking each final
+	// row it passes.
+	at := func(k int, name string) int {
+		check := func(row int) {
+			if row < d.limit {
+				return
+			}
+			for c := range int(d.cells[k]) {
+				if int(trans[row+c]) != row {
+					t.Fatalf("automaton %d, %q: final row %d goes to %d on cell %d", k, name, row, trans[row+c], c)
+				}
+			}
+		}
+		row := int(d.start[k])
+		check(row)
+		for _, r := range name {
+			row = int(trans[row+d.alphabet[k].cell(r)])
+			check(row)
+		}
+		return row
+	}
+	for _, tt := range []struct {
+		k     int
+		name  string
+		final bool
+	}{
+		{0, "", false}, {0, "get", false}, {0, "get_", true}, {0, "get_x", true}, {0, "x", true},
+		{1, "", true}, {1, "abc", true},
+		{2, "", false}, {2, "a", false}, {2, "ac", false}, {2, "acd", false}, {2, "x", true}, {2, "b" + strings.Repeat("c", 20) + "\xff", false},
+	} {
+		if got := at(tt.k, tt.name) >= d.limit; got != tt.final {
+			t.Errorf("automaton %d after %q: final %t; want %t", tt.k, tt.name, got, tt.final)
 		}
 	}
 }

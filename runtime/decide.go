@@ -164,6 +164,7 @@ type view struct {
 }
 
 type serverView struct {
+	name  string
 	kinds [numKinds][]*layer // the server's own layer first
 	ui    *uiList
 }

@@ -7,9 +7,11 @@ import (
 )
 
 // serverIndex finds a view's servers by name for Decide: open addressing
-// over a power-of-two table at most half full, each slot holding the
-// name's hash, so that a lookup compares the name's bytes only once it has
-// found its slot.
+// over a power-of-two table at most half full. A name of up to 16 bytes, as
+// server names nearly always are, is keyed by two words of its bytes and its
+// length, which spell it exactly: a slot holds them, so a lookup compares
+// three numbers and reads no string. A longer name is keyed by its
+// hash/maphash hash and compared in full.
 type serverIndex struct {
 	k0, k1 uint64       // keys of the short-name hash
 	seed   maphash.Seed // of the long-name hash
@@ -18,15 +20,20 @@ type serverIndex struct {
 }
 
 type serverSlot struct {
-	hash uint64
-	sv   *serverView // nil: the slot is free
-	name string
-	// own is each kind's first layer, the server's own, and narrowed says
-	// which kinds have narrowing layers after it, so that a decision with
-	// none reads no serverView.
-	own      [numKinds]*layer
+	// w0, w1 and n are the key of a short name (see words); for a longer
+	// name w0 is its hash, w1 is 0 and n is longName.
+	w0, w1 uint64
+	n      uint8
+	// narrowed says which kinds have narrowing layers after own, so that
+	// a decision with none reads no serverView.
 	narrowed [numKinds]bool
+	sv       *serverView      // nil: the slot is free
+	own      [numKinds]*layer // each kind's first layer, the server's own
+	_        [8]byte          // a slot is one cache line
 }
+
+// longName is the n of a slot whose name is longer than 16 bytes.
+const longName = 255
 
 func newServerIndex(servers map[string]*serverView) serverIndex {
 	size := 1
@@ -35,12 +42,13 @@ func newServerIndex(servers map[string]*serverView) serverIndex {
 	}
 	x := serverIndex{k0: rand.Uint64(), k1: rand.Uint64(), seed: maphash.MakeSeed(), mask: uint64(size - 1), slots: make([]serverSlot, size)}
 	for name, sv := range servers {
-		h := x.hash(name)
+		sv.name = name
+		w0, w1, n, h := x.key(name)
 		i := h & x.mask
 		for x.slots[i].sv != nil {
 			i = (i + 1) & x.mask
 		}
-		x.slots[i] = serverSlot{hash: h, sv: sv, name: name}
+		x.slots[i] = serverSlot{w0: w0, w1: w1, n: n, sv: sv}
 		for k, layers := range sv.kinds {
 			x.slots[i].own[k] = layers[0]
 			x.slots[i].narrowed[k] = len(layers) > 1
@@ -49,26 +57,27 @@ func newServerIndex(servers map[string]*serverView) serverIndex {
 	return x
 }
 
-// hash hashes a server name. A name of up to 16 bytes, as server names
-// nearly always are, is read as two words (overlapping when shorter than
-// 16 bytes) that one multiplication mixes: a third of the cost of
-// hash/maphash, which hashes longer names. Collisions cost probes, never
-// answers: get compares names.
-func (x *serverIndex) hash(name string) uint64 {
-	n := len(name)
-	var a, b uint64
-	switch {
-	case n > 16:
-		return maphash.String(x.seed, name)
-	case n >= 8:
-		a, b = le64(name), le64(name[n-8:])
-	case n >= 4:
-		a, b = le32(name), le32(name[n-4:])
-	case n > 0:
-		a = uint64(name[0])<<16 | uint64(name[n>>1])<<8 | uint64(name[n-1])
+// key returns the key of a server name and its hash. A name of up to 16
+// bytes is read as two words, overlapping when shorter than 16 bytes (for 1
+// to 3 bytes the first, middle and last byte): with the length they are the
+// name, and one multiplication mixes them into the hash, a third of the
+// cost of hash/maphash, which hashes longer names. Collisions of hashes cost
+// probes, never answers: get compares keys.
+func (x *serverIndex) key(name string) (w0, w1 uint64, n uint8, h uint64) {
+	switch l := len(name); {
+	case l > 16:
+		h = maphash.String(x.seed, name)
+		return h, 0, longName, h
+	case l >= 8:
+		w0, w1 = le64(name), le64(name[l-8:])
+	case l >= 4:
+		w0, w1 = le32(name), le32(name[l-4:])
+	case l > 0:
+		w0 = uint64(name[0])<<16 | uint64(name[l>>1])<<8 | uint64(name[l-1])
 	}
-	hi, lo := bits.Mul64(a^x.k0, b^x.k1^uint64(n))
-	return hi ^ lo
+	n = uint8(len(name))
+	hi, lo := bits.Mul64(w0^x.k0, w1^x.k1^uint64(n))
+	return w0, w1, n, hi ^ lo
 }
 
 func le64(s string) uint64 {
@@ -84,13 +93,13 @@ func le32(s string) uint64 {
 
 // get returns the slot of the server called name, or nil.
 func (x *serverIndex) get(name string) *serverSlot {
-	h := x.hash(name)
+	w0, w1, n, h := x.key(name)
 	for i := h & x.mask; ; i = (i + 1) & x.mask {
 		s := &x.slots[i]
 		if s.sv == nil {
 			return nil
 		}
-		if s.hash == h && s.name == name {
+		if s.w0 == w0 && s.w1 == w1 && s.n == n && (n != longName || s.sv.name == name) {
 			return s
 		}
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -36,7 +37,7 @@ func TestServerIndex(t *testing.T) {
 	}
 	for _, name := range names {
 		s := x.get(name)
-		if s == nil || s.sv != servers[name] || s.name != name {
+		if s == nil || s.sv != servers[name] || s.sv.name != name {
 			t.Errorf("get(%q) = %+v; want the slot of %q", name, s, name)
 			continue
 		}
@@ -48,7 +49,7 @@ func TestServerIndex(t *testing.T) {
 	}
 	for _, name := range []string{"c", "sz", "s?z", "saaaaz1", strings.Repeat("c", 16), strings.Repeat("s", 17) + "z", "\x00"} {
 		if s := x.get(name); s != nil {
-			t.Errorf("get(%q) = slot of %q; want nil", name, s.name)
+			t.Errorf("get(%q) = slot of %q; want nil", name, s.sv.name)
 		}
 	}
 	if s := newServerIndex(nil); s.get("") != nil || s.get("x") != nil {
@@ -56,12 +57,12 @@ func TestServerIndex(t *testing.T) {
 	}
 }
 
-// TestServerIndexCollision makes an unknown name's hash equal to a held
-// server's, as a collision would: only the comparison of names tells them
-// apart, and the unknown name must stay unknown (a deny).
+// TestServerIndexCollision makes an unknown long name's hash equal to every
+// held long name's, as a collision would: only the comparison of names tells
+// them apart, and the unknown name must stay unknown (a deny).
 func TestServerIndexCollision(t *testing.T) {
 	servers := map[string]*serverView{}
-	for _, name := range []string{"github", "linear", "filesystem", "memory", "a-server-with-a-long-name"} {
+	for _, name := range []string{"github", "a-server-with-a-long-name", "another-server-with-a-long-name", "linear"} {
 		sv := &serverView{}
 		for k := range sv.kinds {
 			sv.kinds[k] = []*layer{{}}
@@ -69,19 +70,65 @@ func TestServerIndexCollision(t *testing.T) {
 		servers[name] = sv
 	}
 	x := newServerIndex(servers)
-	for _, unknown := range []string{"githuB", "linea", "a-server-with-a-long-namf", "", "x"} {
-		h := x.hash(unknown)
-		// Give every slot the unknown name's hash: wherever its probe
-		// goes, the hashes match.
+	for _, unknown := range []string{"a-server-with-a-long-namf", "a-server-with-a-long-name-", strings.Repeat("x", 17)} {
+		h, _, _, _ := x.key(unknown)
 		saved := make([]uint64, len(x.slots))
 		for i := range x.slots {
-			saved[i], x.slots[i].hash = x.slots[i].hash, h
+			saved[i] = x.slots[i].w0
+			if x.slots[i].n == longName {
+				x.slots[i].w0 = h
+			}
 		}
 		if s := x.get(unknown); s != nil {
-			t.Errorf("get(%q) with colliding hashes = slot of %q; want nil", unknown, s.name)
+			t.Errorf("get(%q) with colliding hashes = slot of %q; want nil", unknown, s.sv.name)
 		}
 		for i := range x.slots {
-			x.slots[i].hash = saved[i]
+			x.slots[i].w0 = saved[i]
 		}
+	}
+}
+
+// TestServerIndexKeys checks that a short name's key spells it: distinct
+// names of up to 16 bytes never share a key, so get may compare keys
+// instead of names. Every name of up to 5 bytes over three letters, and
+// random names of 6 to 16 bytes that differ in one byte, are tried.
+func TestServerIndexKeys(t *testing.T) {
+	x := newServerIndex(nil)
+	type key struct {
+		w0, w1 uint64
+		n      uint8
+	}
+	seen := map[key]string{}
+	check := func(name string) {
+		w0, w1, n, _ := x.key(name)
+		if n == longName {
+			t.Fatalf("key(%q): long", name)
+		}
+		k := key{w0, w1, n}
+		if other, ok := seen[k]; ok && other != name {
+			t.Fatalf("%q and %q share a key", name, other)
+		}
+		seen[k] = name
+	}
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		check(prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range []string{"a", "b", "\xff"} {
+			gen(prefix+c, n-1)
+		}
+	}
+	gen("", 5)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		b := make([]byte, 6+rng.IntN(11))
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(3))
+		}
+		check(string(b))
+		b[rng.IntN(len(b))] ^= 1
+		check(string(b))
 	}
 }

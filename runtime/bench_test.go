@@ -14,7 +14,12 @@ import (
 
 func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen.Policy) {
 	tb.Helper()
-	gen := policygen.Generate(policygen.Spec{Servers: servers, RulesPerServer: rules, Seed: 1})
+	return loadSpec(tb, policygen.Spec{Servers: servers, RulesPerServer: rules, Seed: 1})
+}
+
+func loadSpec(tb testing.TB, spec policygen.Spec) (*runtime.Table, policygen.Policy) {
+	tb.Helper()
+	gen := policygen.Generate(spec)
 	res := compiler.Compile(compiler.Input{Files: gen.Files, Source: table.Source{PolicyPath: "gen"}})
 	if res.Table == nil {
 		for _, d := range res.Diagnostics {
@@ -37,20 +42,31 @@ func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen
 // cache-cold case. One request in four names one of the server's exact
 // rules, as calls of tools a policy names do. The one-server variants ask
 // one server only, as a gateway in front of a few busy servers mostly does.
+// The named variant asks as a member of one of ten groups, whose global
+// layer narrows every server: a principal lookup and two layers a decision.
 func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct {
 		servers, rules int
-		spread         bool
-	}{{50, 35, true}, {200, 50, true}, {50, 35, false}, {200, 50, false}} {
+		spread, named  bool
+	}{{50, 35, true, false}, {200, 50, true, false}, {50, 35, false, false}, {200, 50, false, false}, {50, 35, true, true}} {
 		name := fmt.Sprintf("rules=%d", size.servers*size.rules)
 		if !size.spread {
 			name += "/one-server"
+		}
+		spec := policygen.Spec{Servers: size.servers, RulesPerServer: size.rules, Seed: 1}
+		principal := ""
+		if size.named {
+			name += "/named"
+			spec.Groups = 10
 		}
 		// Load once per size, outside the timed function (which the
 		// framework calls again for each b.N), and collect the garbage
 		// of building the automata, so that neither the build nor its
 		// collection runs while decisions are timed.
-		rt, gen := loadGenerated(b, size.servers, size.rules)
+		rt, gen := loadSpec(b, spec)
+		if size.named {
+			principal = gen.Members[7]
+		}
 		exact := map[string][]string{} // each server's literal tool rules
 		for _, server := range gen.Servers {
 			srv := rt.Source().Servers[server]
@@ -81,7 +97,7 @@ func BenchmarkDecide(b *testing.B) {
 			var allowed int
 			for i := 0; i < b.N; i++ {
 				r := &reqs[i&(nreqs-1)]
-				if rt.Decide("", r.server, runtime.Tool, r.name).Effect == runtime.Allow {
+				if rt.Decide(principal, r.server, runtime.Tool, r.name).Effect == runtime.Allow {
 					allowed++
 				}
 			}
@@ -104,5 +120,36 @@ func TestDecideAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Decide allocates %.1f times per run; want 0", allocs)
+	}
+}
+
+// TestGeneratedGroupsNarrow checks the generated groups the named benchmark
+// relies on: a member's decisions go through its group's layer, which only
+// narrows (never grants more than the anonymous principal gets) and does
+// change some decisions.
+func TestGeneratedGroupsNarrow(t *testing.T) {
+	rt, gen := loadSpec(t, policygen.Spec{Servers: 5, RulesPerServer: 35, Groups: 3, Seed: 1})
+	if len(gen.Members) != 6 {
+		t.Fatalf("%d members; want 6", len(gen.Members))
+	}
+	changed := 0
+	for _, member := range gen.Members {
+		for _, server := range gen.Servers {
+			for _, n := range gen.Names {
+				anon, named := rt.Decide("", server, runtime.Tool, n), rt.Decide(member, server, runtime.Tool, n)
+				if named.Effect > anon.Effect {
+					t.Fatalf("%s on %s %s: %s; the anonymous principal gets only %s", member, server, n, named.Effect, anon.Effect)
+				}
+				if named.Effect != anon.Effect {
+					changed++
+					if !strings.HasPrefix(named.Scope, "group:") {
+						t.Errorf("%s on %s %s: narrowed by scope %q; want the group's", member, server, n, named.Scope)
+					}
+				}
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatal("no group changed a decision: the generated groups are degenerate")
 	}
 }

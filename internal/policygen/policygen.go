@@ -22,7 +22,11 @@ type Spec struct {
 	RulesPerServer int
 	// GlobShare is the fraction of rules that are globs (0.6 by default).
 	GlobShare float64
-	Seed      uint64
+	// Groups is the number of principal groups, each with two members and
+	// a global tool layer that narrows every server (deny and approval
+	// globs). Zero generates none; the servers do not depend on it.
+	Groups int
+	Seed   uint64
 }
 
 // Policy is a generated policy: its CUE sources and names worth asking
@@ -32,6 +36,8 @@ type Policy struct {
 	Servers []string
 	Names   []string
 	Rules   int
+	// Members lists the groups' members, in group order.
+	Members []string
 }
 
 // Generate builds the policy of spec: one file per server plus a file with
@@ -88,7 +94,28 @@ global: access: tool: approval_channel: "page"
 		b.WriteString("}\n")
 		p.Files = append(p.Files, compiler.File{Name: name + ".cue", Data: []byte(b.String())})
 	}
+	if spec.Groups > 0 {
+		p.Files = append(p.Files, groups(&p, spec))
+	}
 	return p
+}
+
+// groups generates spec.Groups groups, from a random stream of their own
+// so that the servers are the same with or without them.
+func groups(p *Policy, spec Spec) compiler.File {
+	r := rand.New(rand.NewPCG(spec.Seed, 0x5bd1e9955bd1e995))
+	var b strings.Builder
+	b.WriteString("package policy\n\ngroups: {\n")
+	for g := range spec.Groups {
+		m0, m1 := fmt.Sprintf("user%03d@example.com", 2*g), fmt.Sprintf("user%03d@example.com", 2*g+1)
+		p.Members = append(p.Members, m0, m1)
+		fmt.Fprintf(&b, "\t%q: {\n\t\tmembers: [%q, %q]\n\t\tglobal: access: tool: {\n", fmt.Sprintf("team%03d", g), m0, m1)
+		fmt.Fprintf(&b, "\t\t\tdeny_list: [%q, %q]\n", verbs[r.IntN(len(verbs))]+"_*", "*_"+nouns[r.IntN(len(nouns))])
+		fmt.Fprintf(&b, "\t\t\tapproval_list: [%q]\n", verbs[r.IntN(len(verbs))]+"_*")
+		b.WriteString("\t\t}\n\t}\n")
+	}
+	b.WriteString("}\n")
+	return compiler.File{Name: "groups.cue", Data: []byte(b.String())}
 }
 
 func globPattern(r *rand.Rand) string {

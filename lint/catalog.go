@@ -295,11 +295,7 @@ func principals(p *compiler.Policy) []string {
 			set[m] = true
 		}
 	}
-	out := []string{""}
-	for _, n := range slices.Sorted(maps.Keys(set)) {
-		out = append(out, n)
-	}
-	return out
+	return append([]string{""}, slices.Sorted(maps.Keys(set))...)
 }
 
 // originPositions maps the file:line origins the table records, with the

@@ -415,9 +415,7 @@ func TestExhaustiveRandom(t *testing.T) {
 	}
 	gen("", 4)
 	names = names[1:] // no empty name
-	for _, n := range []string{"ui://a", "ui://a/b", "ui://b", "ui://ab"} {
-		names = append(names, n)
-	}
+	names = append(names, "ui://a", "ui://a/b", "ui://b", "ui://ab")
 	principals := []string{"", "alice", "bob", "carol", "dave"}
 	iters := *randomIters
 	if testing.Short() {

@@ -283,7 +283,7 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 //
 // Load returns once the table is checked and can decide. The automata that
 // make a decision a few table steps are built in the background, on every
-// core, right after; until a block's automaton is built its decisions are
+// core, right after; until a block's automata are built its decisions are
 // exact but made pattern by pattern. Ready reports when all are built.
 func Load(src *table.Table) (*Table, error) {
 	t, err := load(src)
@@ -322,7 +322,7 @@ func (t *Table) Principals() []string {
 // Ready is closed when every automaton of the table is built.
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
-// buildAutomata builds every block's automaton, on as many goroutines as
+// buildAutomata builds every block's automata, on as many goroutines as
 // there are cores, and closes ready.
 func (t *Table) buildAutomata() {
 	defer close(t.ready)

@@ -20,7 +20,7 @@ type serverIndex struct {
 }
 
 type serverSlot struct {
-	// w0, w1 and n are the key of a short name (see words); for a longer
+	// w0, w1 and n are the key of a short name (see key); for a longer
 	// name w0 is its hash, w1 is 0 and n is longName.
 	w0, w1 uint64
 	n      uint8

@@ -57,9 +57,10 @@ func TestServerIndex(t *testing.T) {
 	}
 }
 
-// TestServerIndexCollision makes an unknown long name's hash equal to every
-// held long name's, as a collision would: only the comparison of names tells
-// them apart, and the unknown name must stay unknown (a deny).
+// TestServerIndexCollision gives an unknown long name's hash to a held long
+// name's slot, placed where the unknown name's probe starts, as a collision
+// would: only the comparison of names tells them apart, and the unknown
+// name must stay unknown (a deny).
 func TestServerIndexCollision(t *testing.T) {
 	servers := map[string]*serverView{}
 	for _, name := range []string{"github", "a-server-with-a-long-name", "another-server-with-a-long-name", "linear"} {
@@ -69,29 +70,38 @@ func TestServerIndexCollision(t *testing.T) {
 		}
 		servers[name] = sv
 	}
-	x := newServerIndex(servers)
 	for _, unknown := range []string{"a-server-with-a-long-namf", "a-server-with-a-long-name-", strings.Repeat("x", 17)} {
+		x := newServerIndex(servers)
 		h, _, _, _ := x.key(unknown)
-		saved := make([]uint64, len(x.slots))
+		start := h & x.mask
+		long := -1
 		for i := range x.slots {
-			saved[i] = x.slots[i].w0
-			if x.slots[i].n == longName {
-				x.slots[i].w0 = h
+			if x.slots[i].sv != nil && x.slots[i].n == longName {
+				long = i
+				break
 			}
 		}
-		if s := x.get(unknown); s != nil {
-			t.Errorf("get(%q) with colliding hashes = slot of %q; want nil", unknown, s.sv.name)
+		if long < 0 {
+			t.Fatal("no long-name slot")
 		}
-		for i := range x.slots {
-			x.slots[i].w0 = saved[i]
+		x.slots[start], x.slots[long] = x.slots[long], x.slots[start]
+		x.slots[start].w0 = h
+		if s := x.get(unknown); s != nil {
+			t.Errorf("get(%q) with a colliding hash = slot of %q; want nil", unknown, s.sv.name)
+		}
+		// The probe did meet the colliding slot: without the name, it
+		// would have matched.
+		if s := &x.slots[start]; s.w0 != h || s.w1 != 0 || s.n != longName {
+			t.Fatalf("slot %d does not collide with %q", start, unknown)
 		}
 	}
 }
 
 // TestServerIndexKeys checks that a short name's key spells it: distinct
 // names of up to 16 bytes never share a key, so get may compare keys
-// instead of names. Every name of up to 5 bytes over three letters, and
-// random names of 6 to 16 bytes that differ in one byte, are tried.
+// instead of names. Every name of up to 5 bytes over four bytes, NUL among
+// them, and random names of 6 to 16 bytes that differ in one byte, are
+// tried.
 func TestServerIndexKeys(t *testing.T) {
 	x := newServerIndex(nil)
 	type key struct {
@@ -116,7 +126,7 @@ func TestServerIndexKeys(t *testing.T) {
 		if n == 0 {
 			return
 		}
-		for _, c := range []string{"a", "b", "\xff"} {
+		for _, c := range []string{"a", "b", "\xff", "\x00"} {
 			gen(prefix+c, n-1)
 		}
 	}

@@ -81,8 +81,8 @@ func TestSetFirstOrder(t *testing.T) {
 		t.Errorf("Len() = %d; want 5", s.Len())
 	}
 
-	// Literals (in the map) and globs (in the DFA) interleave; a literal
-	// with U+FFFD also matches an invalid byte.
+	// Literals (in the literal table) and globs (in the automata)
+	// interleave; a literal with U+FFFD also matches an invalid byte.
 	s = Compile(parseAll(t, "list_*", "get_issue", "*_issue", "get_issue", "x\uFFFD", "x\uFFFD", "*"))
 	for name, want := range map[string]int{
 		"get_issue":  1,
@@ -359,9 +359,9 @@ func TestSetASCIICells(t *testing.T) {
 }
 
 // TestSetIndexPast16Bits: a glob whose index does not fit 16 bits, behind
-// exact names (which go to the map and leave the automaton tiny), must
-// still be answered with its own index; a 16-bit table would wrap it to a
-// rule of the wrong effect. Rules per block are not capped.
+// exact names (which go to the literal table and leave the automata
+// tiny), must still be answered with its own index; a 16-bit table would
+// wrap it to a rule of the wrong effect. Rules per block are not capped.
 func TestSetIndexPast16Bits(t *testing.T) {
 	for _, n := range []int{65533, 65534, 65535, 65536} {
 		pats := make([]*Pattern, 0, n+3)

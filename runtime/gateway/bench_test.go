@@ -302,6 +302,52 @@ func BenchmarkThroughputHTTP(b *testing.B) {
 	b.ReportMetric(slices.Max(ratio), "ratio-max")
 }
 
+// BenchmarkOnePathHTTP runs one path of BenchmarkThroughputHTTP alone,
+// 32 clients over streamable HTTP, so that each can be profiled on its own:
+//
+//	go test ./runtime/gateway -run '^$' -bench OnePathHTTP/direct -benchtime=20000x -cpuprofile direct.out
+//	go test ./runtime/gateway -run '^$' -bench OnePathHTTP/gateway -benchtime=20000x -cpuprofile gateway.out
+//
+// CPU per call is the profile's total samples over b.N.
+func BenchmarkOnePathHTTP(b *testing.B) {
+	for _, path := range []string{"direct", "gateway"} {
+		b.Run(path, func(b *testing.B) {
+			benchGC(b)
+			const clients = 32
+			s := newBench(b, "http")
+			defer s.close()
+			connect, name := s.direct, "echo"
+			if path == "gateway" {
+				connect, name = s.gateway, "github__echo"
+			}
+			sessions := make([]*mcp.ClientSession, clients)
+			for i := range sessions {
+				sessions[i] = connect(b)
+				call(b, sessions[i], name)
+			}
+			defer func() { // before s.close: its servers wait for these clients
+				for _, cs := range sessions {
+					cs.Close()
+				}
+			}()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for _, cs := range sessions {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						call(b, cs, name)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
 func medianOf(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)

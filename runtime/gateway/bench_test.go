@@ -254,35 +254,10 @@ func BenchmarkPolicyWork(b *testing.B) {
 // ns/op.)
 func BenchmarkThroughputHTTP(b *testing.B) {
 	benchGC(b)
-	const clients, rounds = 32, 5
+	const rounds = 5
 	s := newBench(b, "http")
 	defer s.close()
-	open := func(connect func(testing.TB) *mcp.ClientSession, name string) []*mcp.ClientSession {
-		sessions := make([]*mcp.ClientSession, clients)
-		for i := range sessions {
-			sessions[i] = connect(b)
-			call(b, sessions[i], name)
-		}
-		return sessions
-	}
-	run := func(sessions []*mcp.ClientSession, name string) float64 {
-		var left atomic.Int64
-		left.Store(int64(b.N))
-		var wg sync.WaitGroup
-		start := time.Now()
-		for _, cs := range sessions {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for left.Add(-1) >= 0 {
-					call(b, cs, name)
-				}
-			}()
-		}
-		wg.Wait()
-		return float64(b.N) / time.Since(start).Seconds()
-	}
-	direct, gw := open(s.direct, "echo"), open(s.gateway, "github__echo")
+	direct, gw := openClients(b, s.direct, "echo"), openClients(b, s.gateway, "github__echo")
 	defer func() { // before s.close: its servers wait for these clients
 		for _, cs := range append(direct, gw...) {
 			cs.Close()
@@ -291,7 +266,7 @@ func BenchmarkThroughputHTTP(b *testing.B) {
 	var d, g, ratio []float64
 	b.ResetTimer()
 	for range rounds {
-		dr, gr := run(direct, "echo"), run(gw, "github__echo")
+		dr, gr := callAll(b, direct, "echo"), callAll(b, gw, "github__echo")
 		d, g, ratio = append(d, dr), append(g, gr), append(ratio, gr/dr)
 	}
 	b.StopTimer()
@@ -300,6 +275,41 @@ func BenchmarkThroughputHTTP(b *testing.B) {
 	b.ReportMetric(medianOf(ratio), "ratio")
 	b.ReportMetric(slices.Min(ratio), "ratio-min")
 	b.ReportMetric(slices.Max(ratio), "ratio-max")
+}
+
+// benchClients is the number of concurrent clients of the throughput
+// benchmarks.
+const benchClients = 32
+
+// openClients opens benchClients sessions with connect and makes a first
+// call of name on each.
+func openClients(b *testing.B, connect func(testing.TB) *mcp.ClientSession, name string) []*mcp.ClientSession {
+	sessions := make([]*mcp.ClientSession, benchClients)
+	for i := range sessions {
+		sessions[i] = connect(b)
+		call(b, sessions[i], name)
+	}
+	return sessions
+}
+
+// callAll makes b.N calls of name, spread over sessions calling
+// concurrently, and returns the calls per second.
+func callAll(b *testing.B, sessions []*mcp.ClientSession, name string) float64 {
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				call(b, cs, name)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(b.N) / time.Since(start).Seconds()
 }
 
 // BenchmarkOnePathHTTP runs one path of BenchmarkThroughputHTTP alone,
@@ -313,37 +323,20 @@ func BenchmarkOnePathHTTP(b *testing.B) {
 	for _, path := range []string{"direct", "gateway"} {
 		b.Run(path, func(b *testing.B) {
 			benchGC(b)
-			const clients = 32
 			s := newBench(b, "http")
 			defer s.close()
 			connect, name := s.direct, "echo"
 			if path == "gateway" {
 				connect, name = s.gateway, "github__echo"
 			}
-			sessions := make([]*mcp.ClientSession, clients)
-			for i := range sessions {
-				sessions[i] = connect(b)
-				call(b, sessions[i], name)
-			}
+			sessions := openClients(b, connect, name)
 			defer func() { // before s.close: its servers wait for these clients
 				for _, cs := range sessions {
 					cs.Close()
 				}
 			}()
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			var wg sync.WaitGroup
 			b.ResetTimer()
-			for _, cs := range sessions {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for left.Add(-1) >= 0 {
-						call(b, cs, name)
-					}
-				}()
-			}
-			wg.Wait()
+			callAll(b, sessions, name)
 		})
 	}
 }

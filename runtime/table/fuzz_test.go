@@ -3,6 +3,7 @@ package table_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
@@ -82,6 +83,10 @@ func TestDecodeRefuses(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
+	}
+	// Data after the table is refused as such, before any proof.
+	if _, _, err := table.DecodeDeferred(cases["trailing data"]); err == nil || !strings.Contains(err.Error(), "data after the table") {
+		t.Errorf("trailing data: DecodeDeferred said %v; want data after the table", err)
 	}
 	// A table of another format is named as such, whether or not it
 	// decodes as this one.

@@ -302,20 +302,26 @@ func Decode(b []byte) (*Table, error) {
 // core, but must use neither the table nor what it prepared until prove
 // has returned nil, and must discard both if it returns an error.
 func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
-	var head struct {
-		Format string `json:"format"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, nil, fmt.Errorf("decode table: %w", err)
-	}
-	if head.Format != Format {
-		return nil, nil, &FormatError{Found: head.Format}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	// Parse reads b in place: a Decoder would first copy it into buffers
+	// that double from 32 KiB. Strings are still copied out of b.
 	t = new(Table)
-	if err := dec.Decode(t); err != nil {
+	rest, err := json.Parse(b, t, json.DisallowUnknownFields)
+	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+		err = errors.New("data after the table")
+	}
+	if err != nil {
+		// A table of another format may have fields this one lacks:
+		// name the format rather than the field.
+		var head struct {
+			Format string `json:"format"`
+		}
+		if json.Unmarshal(b, &head) == nil && head.Format != Format {
+			return nil, nil, &FormatError{Found: head.Format}
+		}
 		return nil, nil, fmt.Errorf("decode table: %w", err)
+	}
+	if t.Format != Format {
+		return nil, nil, &FormatError{Found: t.Format}
 	}
 	if err := t.Check(); err != nil {
 		return nil, nil, err

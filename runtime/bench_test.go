@@ -112,10 +112,11 @@ func BenchmarkDecide(b *testing.B) {
 // TestDecideAllocs pins the zero-allocation property of Decide, for named and
 // anonymous principals, hits and misses.
 func TestDecideAllocs(t *testing.T) {
-	rt, gen := loadGenerated(t, 5, 35)
+	rt, gen := loadSpec(t, policygen.Spec{Servers: 5, RulesPerServer: 35, Groups: 2, Seed: 1})
 	allocs := testing.AllocsPerRun(200, func() {
 		for _, n := range gen.Names[:40] {
 			rt.Decide("", gen.Servers[1], runtime.Tool, n)
+			rt.Decide(gen.Members[1], gen.Servers[1], runtime.Tool, n) // a group narrows
 			rt.Decide("nobody", "missing", runtime.Tool, n)
 		}
 	})

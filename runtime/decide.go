@@ -235,14 +235,26 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
 	win := slot.own[kind]
-	best, winRule := win.def, win.set.First(name)
-	if winRule >= 0 {
-		best = win.hot[winRule].effect
-	}
 	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
-	if slot.narrowed[kind] {
-		for _, l := range slot.sv.kinds[kind][1:] {
-			e, rule := l.def, l.set.First(name)
+	var winRule int
+	if !slot.narrowed[kind] {
+		winRule = win.set.First(name)
+	} else {
+		// The own layer and the first narrowing layer are walked side
+		// by side.
+		narrowing := slot.sv.kinds[kind][1:]
+		var first int
+		winRule, first = glob.FirstPair(&win.set, &narrowing[0].set, name)
+		best := win.def
+		if winRule >= 0 {
+			best = win.hot[winRule].effect
+		}
+		for i, l := range narrowing {
+			rule := first
+			if i > 0 {
+				rule = l.set.First(name)
+			}
+			e := l.def
 			if rule >= 0 {
 				e = l.hot[rule].effect
 			}
@@ -253,6 +265,10 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 				best, win, winRule = e, l, rule
 			}
 		}
+	}
+	best := win.def
+	if winRule >= 0 {
+		best = win.hot[winRule].effect
 	}
 	d.Effect, d.Scope = best, win.scope
 	if winRule >= 0 {

@@ -531,6 +531,72 @@ func (s *Set) First(name string) int {
 	}
 }
 
+// FirstPair returns s.First(name) and t.First(name). When both need a walk
+// of 16-bit automata, it walks the six side by side, so that the second
+// walk does not wait for the first: a principal's narrowing layer is then
+// nearly free. It does not allocate.
+func FirstPair(s, t *Set, name string) (int, int) {
+	ds, dt := s.dfa.Load(), t.dfa.Load()
+	if ds == nil || dt == nil || ds.trans16 == nil || dt.trans16 == nil {
+		return s.First(name), t.First(name)
+	}
+	sig := signature(name)
+	rs, ws := s.literalAnswer(ds, name, sig)
+	rt, wt := t.literalAnswer(dt, name, sig)
+	switch {
+	case ws && wt:
+		return rs, rt
+	case ws:
+		return rs, walk(dt, dt.trans16, name)
+	case wt:
+		return walk(ds, ds.trans16, name), rt
+	}
+	return walkPair(ds, dt, name)
+}
+
+// literalAnswer returns the answer d holds for name if name is one of s's
+// literals. sig is name's signature.
+func (s *Set) literalAnswer(d *dfa, name string, sig uint32) (int, bool) {
+	if s.litSigs[sig>>6]&(1<<(sig&63)) != 0 {
+		if k := s.literal(name, sig); k >= 0 {
+			return int(d.answers[k]), true
+		}
+	}
+	return 0, false
+}
+
+// walkPair is walk over the 16-bit automata of s and t at once.
+func walkPair(s, t *dfa, name string) (int, int) {
+	ts, tt := s.trans16, t.trans16
+	a0, a1, a2 := int(s.start[0]), int(s.start[1]), int(s.start[2])
+	b0, b1, b2 := int(t.start[0]), int(t.start[1]), int(t.start[2])
+	for i := 0; i < len(name) && (min(a0, a1, a2) < s.limit || min(b0, b1, b2) < t.limit); {
+		for end := min(i+16, len(name)); i < end; {
+			if c := name[i]; c < utf8.RuneSelf {
+				x, y := &s.ascii[c], &t.ascii[c]
+				a0 = int(ts[a0+int(x[0])])
+				a1 = int(ts[a1+int(x[1])])
+				a2 = int(ts[a2+int(x[2])])
+				b0 = int(tt[b0+int(y[0])])
+				b1 = int(tt[b1+int(y[1])])
+				b2 = int(tt[b2+int(y[2])])
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(name[i:])
+			a0 = int(ts[a0+s.alphabet[0].cell(r)])
+			a1 = int(ts[a1+s.alphabet[1].cell(r)])
+			a2 = int(ts[a2+s.alphabet[2].cell(r)])
+			b0 = int(tt[b0+t.alphabet[0].cell(r)])
+			b1 = int(tt[b1+t.alphabet[1].cell(r)])
+			b2 = int(tt[b2+t.alphabet[2].cell(r)])
+			i += size
+		}
+	}
+	return int(min(uint(ts[a0+int(s.cells[0])])-1, uint(ts[a1+int(s.cells[1])])-1, uint(ts[a2+int(s.cells[2])])-1)),
+		int(min(uint(tt[b0+int(t.cells[0])])-1, uint(tt[b1+int(t.cells[1])])-1, uint(tt[b2+int(t.cells[2])])-1))
+}
+
 // literal returns the position in s.lits of the literal that is name, or
 // -1. sig is name's signature, and its bit in litSigs is set.
 func (s *Set) literal(name string, sig uint32) int {

@@ -188,6 +188,58 @@ func TestSetFirstRandom(t *testing.T) {
 	}
 }
 
+// TestFirstPair checks FirstPair against First on each Set: random Sets,
+// built and not, some with 32-bit tables, names that are literals of one,
+// both or neither, and long names past the walk's 16-byte checks.
+func TestFirstPair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tokens := []string{"a", "b", "_", "é", "*", "?", "[ab]", "[!a]", "ab", "ba"}
+	pieces := []string{"a", "b", "_", "é", "x", "\xff", "ab", ""}
+	wide := make([]*Pattern, 0, 65540)
+	for i := range 65536 {
+		wide = append(wide, MustParse("lit"+strconv.Itoa(i)))
+	}
+	wide = append(wide, MustParse("a*"), MustParse("*b"))
+	wideSet := Compile(wide)
+	if d := wideSet.dfa.Load(); d == nil || d.trans32 == nil {
+		t.Fatal("no 32-bit table")
+	}
+	for trial := range 3000 {
+		sets := [2]*Set{}
+		pats := [2][]*Pattern{}
+		for k := range sets {
+			var srcs []string
+			for range 1 + rng.IntN(6) {
+				src := randGlob(rng, tokens, 5)
+				if rng.IntN(4) == 0 {
+					src = "a" + randName(rng, []string{"a", "b", "_"}, 4) // a literal
+				}
+				srcs = append(srcs, src)
+			}
+			pats[k] = parseAll(t, srcs...)
+			switch trial % 5 {
+			case 0:
+				sets[k] = CompileDeferred(pats[k])
+			default:
+				sets[k] = Compile(pats[k])
+			}
+		}
+		if trial%7 == 0 {
+			sets[1], pats[1] = wideSet, wide
+		}
+		for range 20 {
+			name := randName(rng, pieces, 8)
+			if rng.IntN(6) == 0 {
+				name = strings.Repeat(name, 1+rng.IntN(8))
+			}
+			a, b := FirstPair(sets[0], sets[1], name)
+			if a != sets[0].First(name) || b != sets[1].First(name) || a != firstRef(pats[0], name) {
+				t.Fatalf("FirstPair(%q) = %d, %d; First gives %d, %d", name, a, b, sets[0].First(name), sets[1].First(name))
+			}
+		}
+	}
+}
+
 func TestSetDFACap(t *testing.T) {
 	// The DFA for "the 21st rune from the end is an a" needs 2^21 states.
 	blowup := "*a" + strings.Repeat("?", 20)

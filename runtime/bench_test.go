@@ -13,11 +13,6 @@ import (
 	"github.com/policyc/policyc/runtime/table"
 )
 
-func loadGenerated(tb testing.TB, servers, rules int) (*runtime.Table, policygen.Policy) {
-	tb.Helper()
-	return loadSpec(tb, policygen.Spec{Servers: servers, RulesPerServer: rules, Seed: 1})
-}
-
 func loadSpec(tb testing.TB, spec policygen.Spec) (*runtime.Table, policygen.Policy) {
 	tb.Helper()
 	gen := policygen.Generate(spec)

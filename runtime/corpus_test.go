@@ -176,3 +176,100 @@ func splitFields(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// TestNarrowedKinds checks that a decision goes through the narrowing
+// layers of its own kind and no other: one principal's scope narrows only
+// prompts, another's only tools, a third's only resources. It also checks a
+// member of two groups, whose second narrowing layer, decided apart from
+// the pair of the server's own and the first, denies, holds for approval
+// and sets the shortest timeout, and a narrowing allow_list whose default
+// denies what the server's own default allows.
+func TestNarrowedKinds(t *testing.T) {
+	ar := txtar.Parse([]byte(`-- policy.cue --
+package policy
+
+approval_channels: page: approvals_page: {}
+
+global: access: tool: approval_channel: "page"
+
+mcp_servers: docs: access: {
+	tool: {
+		allow_list: ["get_*", "list_*", "drop_*"]
+		approval_list: ["merge_*"]
+		approval_timeout_seconds: 60
+	}
+	prompt: allow_list: ["*"]
+	resource: allow_list: ["mem://*", "file://*"]
+}
+
+principals: ann: global: access: prompt: deny_list: ["secret_*"]
+principals: bo: global: access: tool: deny_list: ["drop_*"]
+principals: cy: mcp_servers: docs: access: resource: allow_list: ["mem://*"]
+
+groups: blue: {
+	members: ["dee"]
+	global: access: tool: {
+		approval_list: ["get_*"]
+		approval_timeout_seconds: 45
+	}
+}
+groups: red: {
+	members: ["dee"]
+	mcp_servers: docs: access: tool: {
+		deny_list: ["drop_*"]
+		approval_list: ["list_*"]
+		approval_timeout_seconds: 30
+	}
+}
+
+mcp_servers: open: access: tool: default: "allow"
+principals: ann: mcp_servers: open: access: tool: allow_list: ["read_*"]
+-- requests --
+ann docs prompt secret_plan => deny policy.cue:17
+ann docs prompt plan => allow policy.cue:13
+ann docs tool drop_table => allow policy.cue:9
+bo docs tool drop_table => deny policy.cue:18
+bo docs prompt drop_table => allow policy.cue:13
+bo docs resource file://x => allow policy.cue:14
+cy docs resource mem://x => allow policy.cue:14
+cy docs resource file://x => deny policy.cue:19
+cy docs tool drop_table => allow policy.cue:9
+cy docs prompt x => allow policy.cue:13
+dee docs tool drop_table => deny policy.cue:31
+dee docs tool get_x => approve policy.cue:24
+dee docs tool list_x => approve policy.cue:32
+dee docs tool merge_x => approve policy.cue:10
+dee docs prompt drop_table => allow policy.cue:13
+- docs tool drop_table => allow policy.cue:9
+- docs tool merge_x => approve policy.cue:10
+ann open tool write_x => deny policy.cue:38
+ann open tool read_x => allow policy.cue:37
+- open tool write_x => allow policy.cue:37
+-- timeouts --
+dee docs tool get_x => 30
+dee docs tool list_x => 30
+dee docs tool merge_x => 30
+- docs tool merge_x => 60
+`))
+	rt, sections := compileArchive(t, ar)
+	check := func(section string, f func(line int, req request, d runtime.Decision, want []string)) {
+		n := 0
+		eachLine(t, sections[section], func(line int, req request, want []string) {
+			n++
+			f(line, req, rt.Decide(req.principal, req.server, req.kind, req.name), want)
+		})
+		if n == 0 {
+			t.Fatalf("no %s", section)
+		}
+	}
+	check("requests", func(line int, req request, d runtime.Decision, want []string) {
+		if got, exp := d.Effect.String()+" "+d.Origin, strings.Join(want, " "); got != exp {
+			t.Errorf("requests:%d: %s: got %s, want %s (reason %s, scope %s)", line, req, got, exp, d.Reason, d.Scope)
+		}
+	})
+	check("timeouts", func(line int, req request, d runtime.Decision, want []string) {
+		if got := strconv.Itoa(d.ApprovalTimeoutSeconds); d.Effect != runtime.Approve || got != want[0] {
+			t.Errorf("timeouts:%d: %s: %s, timeout %s; want approve, %s", line, req, d.Effect, got, want[0])
+		}
+	})
+}

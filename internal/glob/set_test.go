@@ -563,3 +563,95 @@ func TestSetFinalRows(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPairWaitsForEveryAutomaton is TestSetWalkWaitsForEveryAutomaton
+// for FirstPair: the Set whose one live automaton decides on the name's last
+// rune is paired, on either side, with Sets that are final at once or soon,
+// so a side-by-side walk that stops when one side's automata (or all but
+// one of them) are final answers wrongly.
+func TestFirstPairWaitsForEveryAutomaton(t *testing.T) {
+	partners := [][]string{{"zzz"}, {"x*"}, {"*"}, {"?*"}, {"a*", "*"}, {"a*z", "*z", "?*z"}}
+	for _, srcs := range [][]string{{"a*z", "*", "?*"}, {"*z", "x*", "?*"}, {"?*z", "x*", "*"}, {"a*z"}, {"*z"}, {"?*z"}} {
+		pats := parseAll(t, srcs...)
+		s := Compile(pats)
+		if d := s.dfa.Load(); d == nil || d.trans16 == nil {
+			t.Fatalf("%q: no 16-bit DFA", srcs)
+		}
+		for _, psrcs := range partners {
+			ppats := parseAll(t, psrcs...)
+			p := Compile(ppats)
+			for n := 14; n <= 40; n++ {
+				body := "a" + strings.Repeat("b", n)
+				for _, name := range []string{
+					body + "z", body + "y", body + "日z", body + "\xffz", "a" + strings.Repeat("é", n) + "z",
+					"a" + strings.Repeat("b", n%16) + "日" + strings.Repeat("b", n) + "z",
+				} {
+					want, pwant := firstRef(pats, name), firstRef(ppats, name)
+					if a, b := FirstPair(s, p, name); a != want || b != pwant {
+						t.Errorf("%q, %q: FirstPair(%q) = %d, %d; want %d, %d", srcs, psrcs, name, a, b, want, pwant)
+					}
+					if a, b := FirstPair(p, s, name); a != pwant || b != want {
+						t.Errorf("%q, %q: FirstPair(%q) = %d, %d; want %d, %d", psrcs, srcs, name, a, b, pwant, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestFirstPairMixed pairs, in both orders, every kind of Set FirstPair may
+// meet: not yet built, built with a 16-bit table, built with a 32-bit table,
+// built past the state cap (no automata), with no globs, with no patterns;
+// on names that are a literal of one, both or neither, invalid UTF-8, and
+// runes across the walk's 16-byte checks.
+func TestFirstPairMixed(t *testing.T) {
+	small := []string{"get_*", "get_issue", "*_secret", "[a-m]*_x", "a\xef\xbf\xbdb", "lit7", "é?日*", "?", "merge_pr"}
+	wide := make([]string, 0, 65540)
+	for i := range 65536 {
+		wide = append(wide, "lit"+strconv.Itoa(i))
+	}
+	wide = append(wide, "get_*", "*_secret", "[a-m]*_x")
+	type set struct {
+		kind string
+		pats []*Pattern
+		s    *Set
+	}
+	var sets []set
+	add := func(kind string, srcs []string, deferred bool) *Set {
+		pats := parseAll(t, srcs...)
+		s := CompileDeferred(pats)
+		if !deferred {
+			s.Build()
+		}
+		sets = append(sets, set{kind, pats, s})
+		return s
+	}
+	add("deferred", small, true)
+	if d := add("built16", small, false).dfa.Load(); d == nil || d.trans16 == nil {
+		t.Fatal("no 16-bit table")
+	}
+	if d := add("built32", wide, false).dfa.Load(); d == nil || d.trans32 == nil {
+		t.Fatal("no 32-bit table")
+	}
+	if add("capped", []string{"get_*", "*a" + strings.Repeat("?", 20), "lit7"}, false).dfa.Load() != nil {
+		t.Fatal("automata built past the cap")
+	}
+	add("literals", []string{"get_issue", "lit7", "merge_pr", "x_secret"}, false)
+	add("empty", nil, false)
+	names := []string{"", "get_issue", "lit7", "merge_pr", "x_secret", "get_x", "a_x", "z_x", "a\xffb", "a\uFFFDb", "é日日",
+		"é" + strings.Repeat("b", 14) + "日_secret", strings.Repeat("a", 15) + "日_x", strings.Repeat("é", 9) + "_secret",
+		"get_" + strings.Repeat("\xff", 20), strings.Repeat("z", 40), "lit65535", "lit65536", "get_issue\xff"}
+	for _, a := range sets {
+		for _, b := range sets {
+			for _, name := range names {
+				wa, wb := a.s.First(name), b.s.First(name)
+				if len(a.pats) < 100 && wa != firstRef(a.pats, name) || len(b.pats) < 100 && wb != firstRef(b.pats, name) {
+					t.Fatalf("%s, %s: First(%q) = %d, %d; the reference disagrees", a.kind, b.kind, name, wa, wb)
+				}
+				if ga, gb := FirstPair(a.s, b.s, name); ga != wa || gb != wb {
+					t.Errorf("FirstPair(%s, %s, %q) = %d, %d; want %d, %d", a.kind, b.kind, name, ga, gb, wa, wb)
+				}
+			}
+		}
+	}
+}

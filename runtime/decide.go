@@ -222,53 +222,43 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 	if kind >= numKinds {
 		return Decision{Effect: Deny, Reason: UnknownKind}
 	}
-	v := t.anyone
-	if principal != "" && len(t.named) > 0 { // no map lookup for the anonymous principal
-		if w := t.named[principal]; w != nil {
-			v = w
-		}
-	}
-	slot := v.servers.get(server)
+	slot := t.viewOf(principal).servers.get(server)
 	if slot == nil {
 		return Decision{Effect: Deny, Reason: UnknownServer}
 	}
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
 	win := slot.own[kind]
-	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
-	var winRule int
-	if !slot.narrowed[kind] {
-		winRule = win.set.First(name)
-	} else {
+	var narrowing []*layer
+	var winRule, first int
+	if slot.narrowed[kind] {
 		// The own layer and the first narrowing layer are walked side
 		// by side.
-		narrowing := slot.sv.kinds[kind][1:]
-		var first int
+		narrowing = slot.sv.kinds[kind][1:]
 		winRule, first = glob.FirstPair(&win.set, &narrowing[0].set, name)
-		best := win.def
-		if winRule >= 0 {
-			best = win.hot[winRule].effect
-		}
-		for i, l := range narrowing {
-			rule := first
-			if i > 0 {
-				rule = l.set.First(name)
-			}
-			e := l.def
-			if rule >= 0 {
-				e = l.hot[rule].effect
-			}
-			if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
-				timeout = l.timeout
-			}
-			if e < best {
-				best, win, winRule = e, l, rule
-			}
-		}
+	} else {
+		winRule = win.set.First(name)
 	}
 	best := win.def
 	if winRule >= 0 {
 		best = win.hot[winRule].effect
+	}
+	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
+	for i, l := range narrowing {
+		rule := first
+		if i > 0 {
+			rule = l.set.First(name)
+		}
+		e := l.def
+		if rule >= 0 {
+			e = l.hot[rule].effect
+		}
+		if l.timeout > 0 && (timeout == 0 || l.timeout < timeout) {
+			timeout = l.timeout
+		}
+		if e < best {
+			best, win, winRule = e, l, rule
+		}
 	}
 	d.Effect, d.Scope = best, win.scope
 	if winRule >= 0 {
@@ -291,6 +281,17 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) (d Deci
 		d.Consent, d.ConsentChannel = true, sv.ui.consent
 	}
 	return d
+}
+
+// viewOf returns the view of principal: its own if its scopes give it one,
+// else the anonymous principal's (with no map lookup for that one).
+func (t *Table) viewOf(principal string) *view {
+	if principal != "" && len(t.named) > 0 {
+		if v := t.named[principal]; v != nil {
+			return v
+		}
+	}
+	return t.anyone
 }
 
 // Load builds the decision structure of a decoded table. It parses every

@@ -26,11 +26,7 @@ func (t *Table) Explain(principal, server string, kind Kind, name string) Explan
 	if kind >= numKinds {
 		return ex
 	}
-	v := t.named[principal]
-	if v == nil {
-		v = t.anyone
-	}
-	slot := v.servers.get(server)
+	slot := t.viewOf(principal).servers.get(server)
 	if slot == nil {
 		return ex
 	}

@@ -593,8 +593,7 @@ func walkPair(s, t *dfa, name string) (int, int) {
 			i += size
 		}
 	}
-	return int(min(uint(ts[a0+int(s.cells[0])])-1, uint(ts[a1+int(s.cells[1])])-1, uint(ts[a2+int(s.cells[2])])-1)),
-		int(min(uint(tt[b0+int(t.cells[0])])-1, uint(tt[b1+int(t.cells[1])])-1, uint(tt[b2+int(t.cells[2])])-1))
+	return answer(s, ts, a0, a1, a2), answer(t, tt, b0, b1, b2)
 }
 
 // literal returns the position in s.lits of the literal that is name, or
@@ -672,7 +671,12 @@ func walk[T uint16 | uint32](s *dfa, trans []T, name string) int {
 			i += size
 		}
 	}
-	// Each acceptance column holds 1 + a pattern index, or 0: as a uint,
-	// no match is the largest value, and min picks a match if any.
+	return answer(s, trans, a0, a1, a2)
+}
+
+// answer is the lowest answer of the automata of s in rows a0, a1 and a2.
+// Each acceptance column holds 1 + a pattern index, or 0: as a uint, no
+// match is the largest value, and min picks a match if any.
+func answer[T uint16 | uint32](s *dfa, trans []T, a0, a1, a2 int) int {
 	return int(min(uint(trans[a0+int(s.cells[0])])-1, uint(trans[a1+int(s.cells[1])])-1, uint(trans[a2+int(s.cells[2])])-1))
 }

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -45,15 +46,43 @@ type Upstream struct {
 	// stderr holds the end of a command's standard error, for error
 	// messages; nil for other upstreams.
 	stderr *tail
+	// proc is a command's last process, to tell a server that exited
+	// from one that broke the protocol; nil for other upstreams.
+	proc *lastProcess
+}
+
+// lastProcess is the process a command upstream's Dial last started.
+type lastProcess struct {
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+func (l *lastProcess) set(cmd *exec.Cmd) {
+	l.mu.Lock()
+	l.cmd = cmd
+	l.mu.Unlock()
+}
+
+// exited is how the process ended, or nil when it has not been waited
+// for. Read it only once the SDK has returned: the SDK's Close waits for
+// the process, and that wait is what sets the state.
+func (l *lastProcess) exited() *os.ProcessState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cmd == nil {
+		return nil
+	}
+	return l.cmd.ProcessState
 }
 
 // Command is an upstream started as a subprocess speaking MCP on its
 // standard input and output. env is its whole environment; dir its working
 // directory ("" for the current one).
 func Command(name, program string, args, env []string, dir string) Upstream {
-	t := &tail{}
-	return Upstream{Name: name, stderr: t, Dial: func(ctx context.Context) (mcp.Transport, error) {
+	t, proc := &tail{}, &lastProcess{}
+	return Upstream{Name: name, stderr: t, proc: proc, Dial: func(ctx context.Context) (mcp.Transport, error) {
 		cmd := exec.Command(program, args...)
+		proc.set(cmd)
 		cmd.Env = env
 		cmd.Dir = dir
 		cmd.Stderr = t
@@ -138,8 +167,12 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		done <- outcome{snap, err}
 	}()
 	var o outcome
+	// returned is set when the pull's goroutine has returned, and with it
+	// every SDK call it made.
+	returned := false
 	select {
 	case o = <-done:
+		returned = true
 	case <-ctx.Done():
 		// Past the deadline the SDK may still spend seconds telling a server
 		// that does not answer that the request is cancelled and the session
@@ -147,12 +180,13 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		// that teardown finishes in the background.
 		select {
 		case o = <-done:
+			returned = true
 		case <-time.After(teardownGrace):
 			o = outcome{err: ctx.Err()}
 		}
 	}
 	if o.err != nil {
-		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout), Duration: time.Since(start)}
+		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout, returned), Duration: time.Since(start)}
 	}
 	return Result{Server: up.Name, Snapshot: o.snap, Duration: time.Since(start)}
 }
@@ -275,16 +309,24 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 }
 
 // explain turns a failure into an error that says what was happening, and
-// what the server said on its standard error.
-func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
+// what the server said on its standard error. returned says the pull has
+// returned, so the server's process, if it had one, has been waited for.
+func (p *puller) explain(ctx context.Context, err error, timeout time.Duration, returned bool) error {
 	msg := err.Error()
 	stage, _ := p.stage.Load().(string)
-	if ctx.Err() == context.DeadlineExceeded {
+	notJSONRPC := strings.Contains(msg, "invalid character")
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
 		msg = fmt.Sprintf("timed out after %s while %s", timeout, stage)
-	} else if stage == "starting it" || stage == "initializing" {
+	case stage == "initializing" && !notJSONRPC && p.exitedOnItsOwn(returned) != nil:
+		// The SDK words a closed pipe in several ways, depending on
+		// whether it was reading or writing when the process went; how
+		// the process ended is what the user needs.
+		msg = fmt.Sprintf("initializing: the server exited (%s) before it answered", p.exitedOnItsOwn(returned))
+	case stage == "starting it" || stage == "initializing":
 		msg = fmt.Sprintf("%s: %s", stage, msg)
 	}
-	if strings.Contains(msg, "invalid character") {
+	if notJSONRPC {
 		msg += " (the server wrote something that is not MCP's JSON-RPC)"
 	}
 	if p.up.stderr != nil {
@@ -296,6 +338,19 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) 
 		msg += fmt.Sprintf(" (client: %s)", logged)
 	}
 	return errors.New(msg)
+}
+
+// exitedOnItsOwn is how a command's process ended, when it exited by
+// itself (not by a signal, which is how the SDK stops a server it gives
+// up on) and the pull has returned; nil otherwise.
+func (p *puller) exitedOnItsOwn(returned bool) *os.ProcessState {
+	if !returned || p.up.proc == nil {
+		return nil
+	}
+	if ps := p.up.proc.exited(); ps != nil && ps.Exited() {
+		return ps
+	}
+	return nil
 }
 
 // tail keeps the last few kilobytes a subprocess wrote to its stderr.

@@ -155,11 +155,18 @@ func TestPullFailures(t *testing.T) {
 		{"no such program", Command("s", filepath.Join(t.TempDir(), "missing"), nil, nil, ""), 5 * time.Second,
 			[]string{"starting it", "no such file"}},
 		{"exits at once", Command("s", testserver, []string{"-mode", "exit"}, nil, ""), 5 * time.Second,
-			[]string{"initializing", `its stderr: "testserver: missing API token"`}},
+			[]string{"initializing: the server exited (exit status 3) before it answered", `its stderr: "testserver: missing API token"`}},
+		// Killed by a signal: not an exit of its own, so the SDK's words
+		// stand.
+		{"killed", Command("s", testserver, []string{"-mode", "killed"}, nil, ""), 5 * time.Second,
+			[]string{"initializing: ", `its stderr: "testserver: killing itself"`}},
 		{"hangs", Command("s", testserver, []string{"-mode", "hang"}, nil, ""), time.Second,
 			[]string{"timed out after 1s while initializing"}},
 		{"writes garbage", Command("s", testserver, []string{"-mode", "garbage"}, nil, ""), 10 * time.Second,
 			[]string{`its stderr: "testserver: wrote garbage"`}},
+		// It exits too, but what it wrote is what went wrong.
+		{"writes garbage and exits", Command("s", testserver, []string{"-mode", "garbage-exit"}, nil, ""), 10 * time.Second,
+			[]string{"initializing: ", "not MCP's JSON-RPC"}},
 		{"bad name", inMemory("-x", fixture.Options{}), time.Second, []string{`"-x" is not a server name`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +179,9 @@ func TestPullFailures(t *testing.T) {
 				if !strings.Contains(r.Err.Error(), w) {
 					t.Errorf("error %q does not say %q", r.Err, w)
 				}
+			}
+			if tc.name != "exits at once" && strings.Contains(r.Err.Error(), "exited") {
+				t.Errorf("error %q says the server exited on its own", r.Err)
 			}
 			if r.Duration > tc.timeout+5*time.Second {
 				t.Errorf("a failure took %s", r.Duration)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -379,4 +380,77 @@ func BenchmarkIdleSession(b *testing.B) {
 			b.ReportMetric(gw, "gateway-B/session")
 		})
 	}
+}
+
+// listPolicy allows half of the listed tools, so that the gateway both
+// shows and hides items, and records a decision for each.
+const listPolicy = `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+mcp_servers: github: access: tool: allow_list: ["echo", "tool_*[02468]"]
+`
+
+// benchListed is the number of tools the listing benchmarks' upstream adds to
+// its own.
+const benchListed = 500
+
+// BenchmarkListTools times tools/list of an upstream with 500 more tools,
+// directly and through the gateway (which decides and records each), over
+// in-memory transports.
+func BenchmarkListTools(b *testing.B) {
+	benchGC(b)
+	up := testupstream.New(testupstream.Options{Name: "github"})
+	for i := range benchListed {
+		up.Server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	g, err := New(context.Background(), Config{
+		Tables:      fixed(loadTable(b, listPolicy, 1)),
+		Log:         NewJSONLog(decisionFile(b)),
+		CallTimeout: 30 * time.Second,
+		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	list := func(b *testing.B, cs *mcp.ClientSession, want int) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Tools) != want {
+				b.Fatalf("listed %d tools, want %d", len(res.Tools), want)
+			}
+		}
+	}
+	direct, err := dial(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dcs := connectClient(b, direct)
+	defer dcs.Close()
+	all, err := dcs.ListTools(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) { list(b, dcs, len(all.Tools)) })
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := g.Connect(context.Background(), "alice", st); err != nil {
+		b.Fatal(err)
+	}
+	gcs := connectClient(b, ct)
+	defer gcs.Close()
+	b.Run("gateway", func(b *testing.B) { list(b, gcs, 1+benchListed/2) })
 }

@@ -69,8 +69,17 @@ type DecisionLog interface {
 	Log(r *Record) error
 }
 
+// BatchLog is a DecisionLog that can record several decisions at once. The
+// gateway uses it for a listing, whose every item is a decision: the
+// listing is answered only once LogAll has returned nil for all of them.
+type BatchLog interface {
+	DecisionLog
+	LogAll(rs []Record) error
+}
+
 // JSONLog writes each record as one line of JSON, with one Write call per
-// line, so lines from concurrent decisions never interleave.
+// line (per listing, for LogAll), so lines from concurrent decisions never
+// interleave.
 //
 // A line looks like this (one line; wrapped here):
 //
@@ -99,6 +108,28 @@ func (l *JSONLog) Log(r *Record) error {
 	_, err := l.w.Write(l.buf)
 	return err
 }
+
+// LogAll writes the records' lines together, in one Write call.
+func (l *JSONLog) LogAll(rs []Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = l.buf[:0]
+	for i := range rs {
+		l.buf = AppendRecord(l.buf, &rs[i])
+	}
+	_, err := l.w.Write(l.buf)
+	if cap(l.buf) > maxKeptBuffer {
+		l.buf = nil // one large listing does not keep its buffer for good
+	}
+	return err
+}
+
+// maxKeptBuffer is the largest line buffer a JSONLog keeps between writes:
+// enough for the lines of a listing of a few thousand items.
+const maxKeptBuffer = 1 << 20
 
 // AppendRecord appends the JSON line of r, newline included, to b.
 func AppendRecord(b []byte, r *Record) []byte {

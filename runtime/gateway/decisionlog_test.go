@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -101,5 +105,131 @@ func TestPolicyWorkAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("policy work allocates %.1f times per call; want 0", allocs)
+	}
+}
+
+// writeCounter keeps every Write it is given, and fails them while fail is
+// set.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes []string
+	fail   error
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil {
+		return 0, w.fail
+	}
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func (w *writeCounter) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.writes)
+}
+
+// A listing's decisions, one per listed item and one per UI link, reach the
+// JSON log in one Write, and each listed item has its record; when that
+// Write fails, nothing is listed.
+func TestListingLogsInOneWrite(t *testing.T) {
+	w := &writeCounter{}
+	tg := startGateway(t, func(c *Config) { c.Log = NewJSONLog(w) })
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	type lister struct {
+		method string
+		list   func() ([]string, error)
+	}
+	listers := []lister{
+		{"tools/list", func() ([]string, error) {
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, x := range res.Tools {
+				names = append(names, x.Name)
+			}
+			return names, nil
+		}},
+		{"prompts/list", func() ([]string, error) {
+			res, err := cs.ListPrompts(context.Background(), nil)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, x := range res.Prompts {
+				names = append(names, x.Name)
+			}
+			return names, nil
+		}},
+		{"resources/list", func() ([]string, error) {
+			res, err := cs.ListResources(context.Background(), nil)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, x := range res.Resources {
+				names = append(names, x.URI)
+			}
+			return names, nil
+		}},
+		{"resources/templates/list", func() ([]string, error) {
+			res, err := cs.ListResourceTemplates(context.Background(), nil)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, x := range res.ResourceTemplates {
+				names = append(names, x.URITemplate)
+			}
+			return names, nil
+		}},
+	}
+	for _, l := range listers {
+		before := len(w.all())
+		names, err := l.list()
+		if err != nil {
+			t.Fatalf("%s: %v", l.method, err)
+		}
+		writes := w.all()[before:]
+		if len(writes) != 1 {
+			t.Fatalf("%s: %d Writes to the decision log, want 1", l.method, len(writes))
+		}
+		recorded := map[string]string{} // listed name -> decision
+		lines := strings.Split(strings.TrimSuffix(writes[0], "\n"), "\n")
+		for _, line := range lines {
+			var r struct{ Server, Name, Op, Decision string }
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%s: line %q: %v", l.method, line, err)
+			}
+			if r.Op == "list" && strings.HasPrefix(l.method, "resources/") {
+				recorded[r.Name] = r.Decision
+			} else if r.Op == "list" {
+				recorded[Join(r.Server, r.Name)] = r.Decision
+			}
+		}
+		if len(names) == 0 {
+			t.Errorf("%s: nothing listed; the test policy shows something of every kind", l.method)
+		}
+		if l.method == "tools/list" && len(recorded) <= len(names) {
+			t.Errorf("tools/list: %d tools listed, %d decided; the test policy hides some", len(names), len(recorded))
+		}
+		for _, name := range names {
+			if d := recorded[name]; d != "allow" && d != "approve" {
+				t.Errorf("%s: %s listed, but its record says %q", l.method, name, d)
+			}
+		}
+	}
+	w.mu.Lock()
+	w.fail = errors.New("disk full")
+	w.mu.Unlock()
+	for _, l := range listers {
+		if names, err := l.list(); err == nil || !strings.Contains(err.Error(), "decision log cannot be written") {
+			t.Errorf("%s with a failing decision log: %v, %d items", l.method, err, len(names))
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,18 +105,12 @@ var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "pol
 // decide decides and records one decision.
 func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op) (runtime.Decision, error) {
 	d := t.Decide(principal, server, kind, name)
-	record := func() Record {
-		return Record{
-			Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
-			Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
-		}
-	}
 	var err error
 	if jl, ok := g.cfg.Log.(*JSONLog); ok {
-		r := record() // the command's log: the record stays on the stack
+		r := g.record(t, principal, server, kind, name, op, d) // the command's log: the record stays on the stack
 		err = jl.Log(&r)
 	} else {
-		r := record()
+		r := g.record(t, principal, server, kind, name, op, d)
 		err = g.cfg.Log.Log(&r)
 	}
 	if err != nil {
@@ -123,6 +118,54 @@ func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtim
 		return runtime.Decision{Effect: runtime.Deny}, errLogFailed
 	}
 	return d, nil
+}
+
+func (g *Gateway) record(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op, d runtime.Decision) Record {
+	return Record{
+		Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
+		Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
+	}
+}
+
+// listing decides the items of one listing for one principal against one
+// table, and keeps the records, to be logged together once every item is
+// decided: a listing of n items costs one write to the log, not n.
+type listing struct {
+	g         *Gateway
+	t         *runtime.Table
+	principal string
+	recs      []Record
+}
+
+func (g *Gateway) listing(principal string) *listing {
+	return &listing{g: g, t: g.table.Load(), principal: principal}
+}
+
+// decide decides one item; the decision takes effect only if log succeeds.
+func (l *listing) decide(server string, kind runtime.Kind, name string, op Op) runtime.Decision {
+	d := l.t.Decide(l.principal, server, kind, name)
+	l.recs = append(l.recs, l.g.record(l.t, l.principal, server, kind, name, op, d))
+	return d
+}
+
+// log records every decision of the listing. When it fails, the listing
+// is not answered.
+func (l *listing) log() error {
+	var err error
+	if bl, ok := l.g.cfg.Log.(BatchLog); ok {
+		err = bl.LogAll(l.recs)
+	} else {
+		for i := range l.recs {
+			if err = l.g.cfg.Log.Log(&l.recs[i]); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		l.g.logger.Error("decision log write failed", "error", err.Error())
+		return errLogFailed
+	}
+	return nil
 }
 
 // noCursor refuses a cursor: the gateway returns every item in one page.
@@ -143,16 +186,15 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 			return nil, err
 		}
 	}
-	t := g.table.Load()
+	ls := g.listing(principal)
 	// Held tools are listed: the hold happens on the call.
-	tools, err := listNamed(g, t, principal, runtime.Tool, runtime.Approve,
+	tools, err := listNamed(ls, runtime.Tool, runtime.Approve,
 		func(c *catalogue) []*mcp.Tool { return c.tools }, func(tool *mcp.Tool) string { return tool.Name },
-		func(u *upstream, tool *mcp.Tool) (*mcp.Tool, error) {
+		func(u *upstream, tool *mcp.Tool) *mcp.Tool {
 			c := *tool
 			c.Name = Join(u.name, tool.Name)
-			var err error
-			c.Meta, err = g.uiLinks(t, principal, u.name, tool.Meta)
-			return &c, err
+			c.Meta = ls.uiLinks(u.name, tool.Meta)
+			return &c
 		})
 	if err != nil {
 		return nil, err
@@ -161,30 +203,33 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 }
 
 // listNamed lists the items of every connected upstream whose decision for
-// principal grants at least least, as the copies copyAs makes of them
-// (namespaced).
-func listNamed[T any](g *Gateway, t *runtime.Table, principal string, kind runtime.Kind, least runtime.Effect,
-	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) (T, error)) ([]T, error) {
+// the listing's principal grants at least least, as the copies copyAs makes
+// of them (namespaced). The items are returned only once their decisions
+// are logged.
+func listNamed[T any](ls *listing, kind runtime.Kind, least runtime.Effect,
+	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) T) ([]T, error) {
+	n := 0
+	for _, u := range ls.g.ups {
+		if st := u.snapshot(); st.cat != nil {
+			n += len(items(st.cat))
+		}
+	}
+	ls.recs = slices.Grow(ls.recs, n)
 	out := []T{}
-	for _, u := range g.ups {
+	for _, u := range ls.g.ups {
 		st := u.snapshot()
 		if st.session == nil || st.cat == nil {
 			continue
 		}
 		for _, it := range items(st.cat) {
-			d, err := g.decide(t, principal, u.name, kind, name(it), OpList)
-			if err != nil {
-				return nil, err
-			}
-			if d.Effect < least {
+			if ls.decide(u.name, kind, name(it), OpList).Effect < least {
 				continue
 			}
-			c, err := copyAs(u, it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
+			out = append(out, copyAs(u, it))
 		}
+	}
+	if err := ls.log(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -197,57 +242,43 @@ const (
 	metaUIFlatURI = "ui/resourceUri"
 )
 
-// uiLinks returns meta without the UI links a principal may not follow: a
-// link to a resource the principal could not read is dropped (a link that
-// is not a string is dropped too). meta itself is never modified.
-func (g *Gateway) uiLinks(t *runtime.Table, principal, server string, meta mcp.Meta) (mcp.Meta, error) {
+// uiLinks returns meta without the UI links the listing's principal may
+// not follow: a link to a resource the principal could not read is dropped
+// (a link that is not a string is dropped too). meta itself is never
+// modified.
+func (ls *listing) uiLinks(server string, meta mcp.Meta) mcp.Meta {
 	ui, hasUI := meta[metaUI].(map[string]any)
 	_, hasNested := ui[metaUIURI]
 	_, hasFlat := meta[metaUIFlatURI]
 	if !(hasUI && hasNested) && !hasFlat {
-		return meta, nil
+		return meta
 	}
 	out := maps.Clone(meta)
-	if hasUI && hasNested {
-		ok, err := g.linkReadable(t, principal, server, ui[metaUIURI])
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			ui = maps.Clone(ui)
-			delete(ui, metaUIURI)
-			if len(ui) == 0 {
-				delete(out, metaUI)
-			} else {
-				out[metaUI] = ui
-			}
+	if hasUI && hasNested && !ls.linkReadable(server, ui[metaUIURI]) {
+		ui = maps.Clone(ui)
+		delete(ui, metaUIURI)
+		if len(ui) == 0 {
+			delete(out, metaUI)
+		} else {
+			out[metaUI] = ui
 		}
 	}
-	if hasFlat {
-		ok, err := g.linkReadable(t, principal, server, meta[metaUIFlatURI])
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			delete(out, metaUIFlatURI)
-		}
+	if hasFlat && !ls.linkReadable(server, meta[metaUIFlatURI]) {
+		delete(out, metaUIFlatURI)
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
-	return out, nil
+	return out
 }
 
-func (g *Gateway) linkReadable(t *runtime.Table, principal, server string, link any) (bool, error) {
+func (ls *listing) linkReadable(server string, link any) bool {
 	uri, ok := link.(string)
 	if !ok {
-		return false, nil
+		return false
 	}
-	d, err := g.decide(t, principal, server, runtime.Resource, uri, OpLink)
-	if err != nil {
-		return false, err
-	}
-	return d.Effect == runtime.Allow && (!d.Consent || g.cfg.Consent != nil), nil
+	d := ls.decide(server, runtime.Resource, uri, OpLink)
+	return d.Effect == runtime.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
 }
 
 // authorizedCall is a tools/call the table and the catalogue let through.
@@ -529,12 +560,12 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 		}
 	}
 	// A prompt is never held: one on approval is not listed.
-	prompts, err := listNamed(g, g.table.Load(), principal, runtime.Prompt, runtime.Allow,
+	prompts, err := listNamed(g.listing(principal), runtime.Prompt, runtime.Allow,
 		func(c *catalogue) []*mcp.Prompt { return c.prompts }, func(p *mcp.Prompt) string { return p.Name },
-		func(u *upstream, p *mcp.Prompt) (*mcp.Prompt, error) {
+		func(u *upstream, p *mcp.Prompt) *mcp.Prompt {
 			c := *p
 			c.Name = Join(u.name, p.Name)
-			return &c, nil
+			return &c
 		})
 	if err != nil {
 		return nil, err
@@ -630,7 +661,7 @@ func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRe
 // table allows principal to see. A URI belongs to the first upstream that
 // lists it, as in route, even while that upstream is down.
 func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, uri func(T) string) ([]T, error) {
-	t := g.table.Load()
+	ls := g.listing(principal)
 	out := []T{}
 	seen := map[string]bool{}
 	for _, u := range g.ups {
@@ -647,15 +678,15 @@ func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, 
 			if st.session == nil {
 				continue
 			}
-			d, err := g.decide(t, principal, u.name, runtime.Resource, name, OpList)
-			if err != nil {
-				return nil, err
-			}
+			d := ls.decide(u.name, runtime.Resource, name, OpList)
 			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
 				continue
 			}
 			out = append(out, it)
 		}
+	}
+	if err := ls.log(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/httpheader"
 	"github.com/policyc/policyc/internal/mcplist"
+	"github.com/policyc/policyc/internal/procexit"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -48,41 +49,17 @@ type Upstream struct {
 	stderr *tail
 	// proc is a command's last process, to tell a server that exited
 	// from one that broke the protocol; nil for other upstreams.
-	proc *lastProcess
-}
-
-// lastProcess is the process a command upstream's Dial last started.
-type lastProcess struct {
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-func (l *lastProcess) set(cmd *exec.Cmd) {
-	l.mu.Lock()
-	l.cmd = cmd
-	l.mu.Unlock()
-}
-
-// exited is how the process ended, or nil when it has not been waited
-// for. Read it only once the SDK has returned: the SDK's Close waits for
-// the process, and that wait is what sets the state.
-func (l *lastProcess) exited() *os.ProcessState {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cmd == nil {
-		return nil
-	}
-	return l.cmd.ProcessState
+	proc *procexit.Last
 }
 
 // Command is an upstream started as a subprocess speaking MCP on its
 // standard input and output. env is its whole environment; dir its working
 // directory ("" for the current one).
 func Command(name, program string, args, env []string, dir string) Upstream {
-	t, proc := &tail{}, &lastProcess{}
+	t, proc := &tail{}, &procexit.Last{}
 	return Upstream{Name: name, stderr: t, proc: proc, Dial: func(ctx context.Context) (mcp.Transport, error) {
 		cmd := exec.Command(program, args...)
-		proc.set(cmd)
+		proc.Set(cmd)
 		cmd.Env = env
 		cmd.Dir = dir
 		cmd.Stderr = t
@@ -340,17 +317,13 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration, 
 	return errors.New(msg)
 }
 
-// exitedOnItsOwn is how a command's process ended, when it exited by
-// itself (not by a signal, which is how the SDK stops a server it gives
-// up on) and the pull has returned; nil otherwise.
+// exitedOnItsOwn is how a command's process ended when it exited by itself
+// and the pull has returned (so the SDK has waited for it); nil otherwise.
 func (p *puller) exitedOnItsOwn(returned bool) *os.ProcessState {
-	if !returned || p.up.proc == nil {
+	if !returned {
 		return nil
 	}
-	if ps := p.up.proc.exited(); ps != nil && ps.Exited() {
-		return ps
-	}
-	return nil
+	return p.up.proc.Exited()
 }
 
 // tail keeps the last few kilobytes a subprocess wrote to its stderr.

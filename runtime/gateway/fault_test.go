@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,11 +72,33 @@ func subprocessGateway(t *testing.T, args ...string) *testGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startGateway(t, func(c *Config) {
+	oplog := &syncBuffer{}
+	tg := startGateway(t, func(c *Config) {
 		c.Upstreams[0] = Upstream{Name: "github", Command: bin, Args: append([]string{"-name", "github"}, args...), Env: BaseEnv()}
 		c.CallTimeout = time.Second
 		c.TerminateTimeout = 500 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(oplog, nil))
 	})
+	tg.oplog = oplog
+	return tg
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestSubprocessUpstream(t *testing.T) {
@@ -120,6 +145,10 @@ func TestSubprocessUpstream(t *testing.T) {
 		if newPID == pid {
 			t.Errorf("after the restart the pid is still %s", pid)
 		}
+		// The operator's log says how the process ended.
+		if log := tg.oplog.String(); !strings.Contains(log, `reason="it exited (exit status 3)"`) {
+			t.Errorf("the gateway's log does not say the upstream exited with status 3:\n%s", log)
+		}
 		pid = newPID
 	})
 
@@ -141,7 +170,7 @@ func TestSubprocessUpstream(t *testing.T) {
 func TestUpstreamThatNeverStarts(t *testing.T) {
 	tg := subprocessGateway(t, "-exit-at-start")
 	up, why := tg.Upstream("github")
-	if up || why == nil || !strings.Contains(why.Error(), "initialize") {
+	if up || why == nil || !strings.Contains(why.Error(), "initialize: the server exited (exit status 2) before it answered") {
 		t.Errorf("github: up %v, reason %v", up, why)
 	}
 	cs := tg.client(t, "alice", legacyVersion, nil)

@@ -158,6 +158,8 @@ type testGateway struct {
 	log    *memLog
 	github *memUpstream
 	linear *memUpstream
+	// oplog holds the gateway's operational log, when a test keeps it.
+	oplog *syncBuffer
 }
 
 func startGateway(t testing.TB, mutate func(*Config)) *testGateway {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/internal/httpheader"
+	"github.com/policyc/policyc/internal/procexit"
 )
 
 // upstreamProtocol is the protocol version the gateway asks its upstreams
@@ -32,6 +34,8 @@ type upstream struct {
 	name   string
 	dial   func(ctx context.Context) (mcp.Transport, error)
 	client *mcp.Client
+	// proc is a command upstream's current process, to say how it ended.
+	proc procexit.Last
 
 	state atomic.Pointer[upState]
 	// started is closed when the first connection attempt has finished,
@@ -103,6 +107,7 @@ func (u *upstream) dialConfigured(cfg Upstream) func(ctx context.Context) (mcp.T
 		cmd.Env = cfg.Env
 		cmd.Dir = cfg.Dir
 		cmd.Stderr = &lineLogger{logger: u.g.logger, upstream: u.name}
+		u.proc.Set(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: u.g.cfg.TerminateTimeout}, nil
 	}
 }
@@ -176,6 +181,8 @@ func (u *upstream) run(ctx context.Context) {
 			switch {
 			case errors.As(werr, &syntax):
 				why = "it wrote output that is not JSON-RPC (" + werr.Error() + ")"
+			case u.proc.Exited() != nil: // Close has waited for the process
+				why = "it exited (" + u.proc.Exited().String() + ")"
 			case werr != nil:
 				why = "the connection failed: " + werr.Error()
 			}
@@ -211,10 +218,18 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 		var execErr *exec.Error
 		var pathErr *fs.PathError
 		switch {
-		case errors.As(err, &execErr), errors.As(err, &pathErr):
+		case errors.As(err, &execErr), errors.As(err, &pathErr) && strings.HasSuffix(pathErr.Op, "exec"):
+			// The program could not be run ("fork/exec"). Writing to a
+			// program that has already exited is a PathError too ("write"):
+			// that one is answered below.
 			return nil, nil, fmt.Errorf("start: %w", err)
 		case cctx.Err() != nil && ctx.Err() == nil:
 			err = fmt.Errorf("no answer to initialize within %s", u.g.cfg.ConnectTimeout)
+		case !errors.As(err, new(*json.SyntaxError)) && u.proc.Exited() != nil:
+			// Connect has closed the connection, and so waited for the
+			// process. The SDK words a closed pipe in several ways; how
+			// the process ended is what the operator needs.
+			err = fmt.Errorf("the server exited (%s) before it answered", u.proc.Exited())
 		}
 		return nil, nil, fmt.Errorf("initialize: %w", err)
 	}

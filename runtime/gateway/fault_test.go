@@ -3,11 +3,16 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,5 +184,32 @@ func TestUpstreamThatNeverStarts(t *testing.T) {
 	}
 	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
 		t.Errorf("linear__echo: %q", msg)
+	}
+}
+
+// However the SDK words a connection that ended (a closed session, an
+// EOF, a write to a stdio upstream that has exited), the caller is told
+// the connection closed and the upstream is marked down at once.
+func TestCallErrorConnectionEnded(t *testing.T) {
+	tg := startGateway(t, nil)
+	u := tg.byName["github"]
+	for _, err := range []error{
+		fmt.Errorf("calling %q: %w", "tools/call", mcp.ErrConnectionClosed),
+		fmt.Errorf("calling %q: %w", "tools/call", io.EOF),
+		fmt.Errorf("calling %q: %w", "tools/call", &fs.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}),
+	} {
+		st := u.snapshot()
+		got := u.callError(context.Background(), st, "tools/call", err).Error()
+		if want := `upstream "github" closed its connection during tools/call`; !strings.Contains(got, want) {
+			t.Errorf("%v: %q, want %q", err, got, want)
+		}
+		if down := u.snapshot(); down.session != nil || down.down == nil {
+			t.Errorf("%v: the upstream is not marked down", err)
+		}
+		u.state.Store(st)
+	}
+	other := errors.New("boom")
+	if got := u.callError(context.Background(), u.snapshot(), "tools/call", other).Error(); got != `upstream "github" failed tools/call: boom` {
+		t.Errorf("another error: %q", got)
 	}
 }

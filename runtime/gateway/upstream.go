@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -290,7 +291,8 @@ func (u *upstream) callError(ctx context.Context, st *upState, method string, er
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return fmt.Errorf("upstream %q did not answer %s within %s; the call was cancelled", u.name, method, u.g.cfg.CallTimeout)
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.EPIPE): // a write to a stdio upstream that has exited
 		u.state.CompareAndSwap(st, &upState{cat: st.cat, down: errors.New("the connection ended")})
 		return fmt.Errorf("upstream %q closed its connection during %s (it is restarted with backoff); the call may or may not have taken effect", u.name, method)
 	}

@@ -15,7 +15,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -47,26 +46,22 @@ type Upstream struct {
 	// stderr holds the end of a command's standard error, for error
 	// messages; nil for other upstreams.
 	stderr *tail
-	// proc is a command's last process, to tell a server that exited
-	// from one that broke the protocol; nil for other upstreams.
-	proc *procexit.Last
 }
 
 // Command is an upstream started as a subprocess speaking MCP on its
 // standard input and output. env is its whole environment; dir its working
 // directory ("" for the current one).
 func Command(name, program string, args, env []string, dir string) Upstream {
-	t, proc := &tail{}, &procexit.Last{}
-	return Upstream{Name: name, stderr: t, proc: proc, Dial: func(ctx context.Context) (mcp.Transport, error) {
+	t := &tail{}
+	return Upstream{Name: name, stderr: t, Dial: func(ctx context.Context) (mcp.Transport, error) {
 		cmd := exec.Command(program, args...)
-		proc.Set(cmd)
 		cmd.Env = env
 		cmd.Dir = dir
 		cmd.Stderr = t
 		// A server that leaves children holding its pipes must not keep
 		// Wait (and so the pull) blocked.
 		cmd.WaitDelay = time.Second
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil
+		return procexit.New(cmd, time.Second), nil
 	}}
 }
 
@@ -144,12 +139,8 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		done <- outcome{snap, err}
 	}()
 	var o outcome
-	// returned is set when the pull's goroutine has returned, and with it
-	// every SDK call it made.
-	returned := false
 	select {
 	case o = <-done:
-		returned = true
 	case <-ctx.Done():
 		// Past the deadline the SDK may still spend seconds telling a server
 		// that does not answer that the request is cancelled and the session
@@ -157,13 +148,12 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		// that teardown finishes in the background.
 		select {
 		case o = <-done:
-			returned = true
 		case <-time.After(teardownGrace):
 			o = outcome{err: ctx.Err()}
 		}
 	}
 	if o.err != nil {
-		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout, returned), Duration: time.Since(start)}
+		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout), Duration: time.Since(start)}
 	}
 	return Result{Server: up.Name, Snapshot: o.snap, Duration: time.Since(start)}
 }
@@ -180,6 +170,9 @@ type puller struct {
 	// read by One while the pull may still be tearing down.
 	stage   atomic.Value
 	version string
+	// proc is a command server's transport, which knows how its process
+	// ended; nil for other servers.
+	proc atomic.Pointer[procexit.Transport]
 }
 
 func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
@@ -190,6 +183,9 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	t, err := p.up.Dial(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if pt, ok := t.(*procexit.Transport); ok {
+		p.proc.Store(pt)
 	}
 	version := p.version
 	if version == "" {
@@ -286,20 +282,20 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 }
 
 // explain turns a failure into an error that says what was happening, and
-// what the server said on its standard error. returned says the pull has
-// returned, so the server's process, if it had one, has been waited for.
-func (p *puller) explain(ctx context.Context, err error, timeout time.Duration, returned bool) error {
+// what the server said on its standard error.
+func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
 	msg := err.Error()
 	stage, _ := p.stage.Load().(string)
 	notJSONRPC := strings.Contains(msg, "invalid character")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		msg = fmt.Sprintf("timed out after %s while %s", timeout, stage)
-	case stage == "initializing" && !notJSONRPC && p.exitedOnItsOwn(returned) != nil:
+	case stage == "initializing" && ctx.Err() == nil && procexit.ConnectionEnded(err) && p.proc.Load().Exited() != nil:
+		// The server went away before it answered, and exited by itself.
 		// The SDK words a closed pipe in several ways, depending on
 		// whether it was reading or writing when the process went; how
 		// the process ended is what the user needs.
-		msg = fmt.Sprintf("initializing: the server exited (%s) before it answered", p.exitedOnItsOwn(returned))
+		msg = fmt.Sprintf("initializing: the server exited (%s) before it answered", p.proc.Load().Exited())
 	case stage == "starting it" || stage == "initializing":
 		msg = fmt.Sprintf("%s: %s", stage, msg)
 	}
@@ -315,15 +311,6 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration, 
 		msg += fmt.Sprintf(" (client: %s)", logged)
 	}
 	return errors.New(msg)
-}
-
-// exitedOnItsOwn is how a command's process ended when it exited by itself
-// and the pull has returned (so the SDK has waited for it); nil otherwise.
-func (p *puller) exitedOnItsOwn(returned bool) *os.ProcessState {
-	if !returned {
-		return nil
-	}
-	return p.up.proc.Exited()
 }
 
 // tail keeps the last few kilobytes a subprocess wrote to its stderr.

@@ -167,6 +167,10 @@ func TestPullFailures(t *testing.T) {
 		// It exits too, but what it wrote is what went wrong.
 		{"writes garbage and exits", Command("s", testserver, []string{"-mode", "garbage-exit"}, nil, ""), 10 * time.Second,
 			[]string{"initializing: ", "not MCP's JSON-RPC"}},
+		// It answered, then exited cleanly when the client hung up: its
+		// answer is what went wrong.
+		{"initialize fails", Command("s", testserver, []string{"-mode", "init-error"}, nil, ""), 10 * time.Second,
+			[]string{`initializing: calling "initialize": no API token configured`}},
 		{"bad name", inMemory("-x", fixture.Options{}), time.Second, []string{`"-x" is not a server name`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,6 +191,21 @@ func TestPullFailures(t *testing.T) {
 				t.Errorf("a failure took %s", r.Duration)
 			}
 		})
+	}
+}
+
+// A pull cancelled from outside (policyc itself stopped) is not blamed on
+// the server, though the server then exits cleanly at the end of its input.
+func TestPullCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	r := One(ctx, Command("s", testserver, []string{"-mode", "mute"}, nil, ""), Options{Timeout: 10 * time.Second})
+	if r.Err == nil {
+		t.Fatal("a cancelled pull succeeded")
+	}
+	if msg := r.Err.Error(); !strings.Contains(msg, "initializing: ") || !strings.Contains(msg, "context canceled") || strings.Contains(msg, "exited") {
+		t.Errorf("cancelled pull: %q", msg)
 	}
 }
 

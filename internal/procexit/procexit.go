@@ -2,46 +2,98 @@
 // that an error can say "the server exited (exit status 1)" rather than
 // whichever closed-pipe error the SDK met first.
 //
-// The SDK's command transport starts the process and, when its connection
-// closes, waits for it. A Last remembers the process a dialer started; once
-// the SDK call that closed the connection has returned, that wait is over
-// and Exited can read how the process ended.
+// A Transport is the SDK's command transport with one addition: when the
+// SDK closes the connection, which waits for the process, the Transport
+// keeps what that wait returned. Nothing reads the process's state while
+// the SDK may still be waiting for it.
 package procexit
 
 import (
+	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Last is the process a dialer most recently started. The zero value is
-// ready to use.
-type Last struct {
-	mu  sync.Mutex
-	cmd *exec.Cmd
+// Transport starts Command and speaks MCP on its standard input and
+// output, as mcp.CommandTransport does.
+type Transport struct {
+	mcp.CommandTransport
+
+	mu    sync.Mutex
+	state *os.ProcessState
 }
 
-// Set records cmd as the last process started.
-func (l *Last) Set(cmd *exec.Cmd) {
-	l.mu.Lock()
-	l.cmd = cmd
-	l.mu.Unlock()
+// New returns a Transport for cmd; terminate is how long the SDK waits for
+// the process to exit, at each step of stopping it.
+func New(cmd *exec.Cmd, terminate time.Duration) *Transport {
+	return &Transport{CommandTransport: mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}}
 }
 
-// Exited returns how the last process ended when it exited by itself, and
-// nil when it has not been waited for, or was ended by a signal (which is
-// how the SDK stops a server that does not exit when asked). Call it only
-// after the SDK call that closed the process's connection has returned:
-// before that, the SDK may still be waiting for the process. A nil Last
-// has no process.
-func (l *Last) Exited() *os.ProcessState {
-	if l == nil {
+// Connect starts the process.
+func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.CommandTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{Connection: c, t: t}, nil
+}
+
+// conn is the SDK's connection, whose Close reports to its Transport.
+type conn struct {
+	mcp.Connection
+	t *Transport
+}
+
+func (c *conn) Close() error {
+	err := c.Connection.Close()
+	// The SDK's Close returns what waiting for the process returned: nil
+	// for an exit with status 0, an *exec.ExitError for any other end, or
+	// its own error when it gave up waiting.
+	var ps *os.ProcessState
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		ps = c.t.Command.ProcessState
+	case errors.As(err, &ee):
+		ps = ee.ProcessState
+	}
+	c.t.mu.Lock()
+	if ps != nil {
+		c.t.state = ps
+	}
+	c.t.mu.Unlock()
+	return err
+}
+
+// Exited returns how the process ended when it exited by itself, once the
+// connection has been closed. It returns nil before that, when the SDK gave
+// up waiting, and when the process was ended by a signal (which is how the
+// SDK stops a server that does not exit when asked). A nil Transport has no
+// process.
+func (t *Transport) Exited() *os.ProcessState {
+	if t == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cmd == nil || l.cmd.ProcessState == nil || !l.cmd.ProcessState.Exited() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state == nil || !t.state.Exited() {
 		return nil
 	}
-	return l.cmd.ProcessState
+	return t.state
+}
+
+// ConnectionEnded reports whether err means that the other end of the
+// connection went away: an end of file, a write to a closed pipe, or the
+// SDK's closed connection. An error the server answered with, or output it
+// wrote that is not JSON-RPC, is not such an error.
+func ConnectionEnded(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, mcp.ErrConnectionClosed)
 }

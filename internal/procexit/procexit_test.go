@@ -1,38 +1,98 @@
 package procexit
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os/exec"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func TestExited(t *testing.T) {
-	var nilLast *Last
-	if ps := nilLast.Exited(); ps != nil {
-		t.Errorf("a nil Last: %v", ps)
-	}
-	var l Last
-	if ps := l.Exited(); ps != nil {
-		t.Errorf("no process yet: %v", ps)
-	}
-	cmd := exec.Command("sh", "-c", "exit 3")
-	l.Set(cmd)
-	if err := cmd.Start(); err != nil {
+// closeAfterStart connects t, then closes the connection as the SDK does
+// when a session ends.
+func closeAfterStart(t *testing.T, tr *Transport) {
+	t.Helper()
+	c, err := tr.Connect(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ps := l.Exited(); ps != nil {
-		t.Errorf("before the wait: %v", ps)
+	if ps := tr.Exited(); ps != nil {
+		t.Errorf("before Close: %v", ps)
 	}
-	cmd.Wait()
-	if ps := l.Exited(); ps == nil || ps.ExitCode() != 3 || ps.String() != "exit status 3" {
-		t.Errorf("after exit 3: %v", ps)
+	c.Close()
+}
+
+func TestExited(t *testing.T) {
+	var none *Transport
+	if ps := none.Exited(); ps != nil {
+		t.Errorf("a nil Transport: %v", ps)
 	}
-	killed := exec.Command("sh", "-c", "kill -9 $$")
-	l.Set(killed)
-	killed.Run()
-	if killed.ProcessState == nil {
-		t.Fatal("the process was not waited for")
+	for _, tc := range []struct {
+		name, script string
+		want         string // "" for nil
+	}{
+		{"exit 3", "exit 3", "exit status 3"},
+		// The SDK closes standard input first: a server that then exits
+		// cleanly has exited by itself.
+		{"exit 0 at the end of its input", "cat >/dev/null; exit 0", "exit status 0"},
+		{"killed by a signal", "kill -9 $$", ""},
+		// Ignores the closed input and SIGTERM: the SDK kills it.
+		{"stopped by the SDK", "trap '' TERM; while :; do sleep 0.05; done", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New(exec.Command("sh", "-c", tc.script), 100*time.Millisecond)
+			closeAfterStart(t, tr)
+			got := ""
+			if ps := tr.Exited(); ps != nil {
+				got = ps.String()
+			}
+			if got != tc.want {
+				t.Errorf("Exited() = %q, want %q", got, tc.want)
+			}
+		})
 	}
-	if ps := l.Exited(); ps != nil {
-		t.Errorf("a process ended by a signal: %v", ps)
+}
+
+// A process whose child keeps its standard error open has exited, but
+// Wait is still copying that stream when the SDK stops waiting. The state
+// is then unknown, and reading it must not race with Wait (run with -race).
+func TestExitedChildHoldsStderr(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "(sleep 1 >/dev/null </dev/null &); exit 1")
+	cmd.Stderr = &bytes.Buffer{} // copied by a goroutine Wait waits for
+	tr := New(cmd, 100*time.Millisecond)
+	closeAfterStart(t, tr)
+	if ps := tr.Exited(); ps != nil {
+		t.Logf("Exited() = %v", ps) // either answer is right; the race detector is the check
+	}
+	time.Sleep(1200 * time.Millisecond) // let Wait finish before the test ends
+}
+
+func TestConnectionEnded(t *testing.T) {
+	for _, err := range []error{
+		io.EOF,
+		fmt.Errorf("calling %q: %w", "initialize", io.EOF),
+		fmt.Errorf("calling %q: %w", "initialize", io.ErrUnexpectedEOF),
+		fmt.Errorf("calling %q: %w", "initialize", &fs.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}),
+		fmt.Errorf("%w: calling %q: client is closing: EOF", mcp.ErrConnectionClosed, "initialize"),
+	} {
+		if !ConnectionEnded(err) {
+			t.Errorf("ConnectionEnded(%v) = false", err)
+		}
+	}
+	for _, err := range []error{
+		errors.New(`calling "initialize": no API token configured`),
+		fmt.Errorf(`unsupported protocol version: %q`, "1999-01-01"),
+		context.Canceled,
+	} {
+		if ConnectionEnded(err) {
+			t.Errorf("ConnectionEnded(%v) = true", err)
+		}
 	}
 }

@@ -189,6 +189,14 @@ func TestListingLogsInOneWrite(t *testing.T) {
 			return names, nil
 		}},
 	}
+	// What each listing must record besides its listed items: hidden items
+	// (op "list", deny) and the UI links of listed tools (op "link").
+	wantRecords := map[string][]string{
+		"tools/list":               {"list github__delete_repo deny", "link ui://github/app.html allow", "link ui://github/secret.html deny"},
+		"prompts/list":             {"list github__secret_prompt deny"},
+		"resources/list":           {"list file:///srv/projects/app/.env deny"},
+		"resources/templates/list": {"list internal://{id} deny"},
+	}
 	for _, l := range listers {
 		before := len(w.all())
 		names, err := l.list()
@@ -199,28 +207,44 @@ func TestListingLogsInOneWrite(t *testing.T) {
 		if len(writes) != 1 {
 			t.Fatalf("%s: %d Writes to the decision log, want 1", l.method, len(writes))
 		}
-		recorded := map[string]string{} // listed name -> decision
-		lines := strings.Split(strings.TrimSuffix(writes[0], "\n"), "\n")
-		for _, line := range lines {
-			var r struct{ Server, Name, Op, Decision string }
+		var records []string // "op name decision", with tools and prompts namespaced
+		decided := map[string]string{}
+		var serial float64 = -1
+		for _, line := range strings.Split(strings.TrimSuffix(writes[0], "\n"), "\n") {
+			var r struct {
+				Principal, Server, Kind, Name, Op, Decision string
+				TableSerial                                 float64 `json:"table_serial"`
+			}
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				t.Fatalf("%s: line %q: %v", l.method, line, err)
 			}
-			if r.Op == "list" && strings.HasPrefix(l.method, "resources/") {
-				recorded[r.Name] = r.Decision
-			} else if r.Op == "list" {
-				recorded[Join(r.Server, r.Name)] = r.Decision
+			if r.Principal != "alice" {
+				t.Errorf("%s: a record for principal %q", l.method, r.Principal)
+			}
+			if serial >= 0 && r.TableSerial != serial {
+				t.Errorf("%s: records from tables %v and %v in one listing", l.method, serial, r.TableSerial)
+			}
+			serial = r.TableSerial
+			name := r.Name
+			if r.Kind != "resource" {
+				name = Join(r.Server, r.Name)
+			}
+			records = append(records, r.Op+" "+name+" "+r.Decision)
+			if r.Op == "list" {
+				decided[name] = r.Decision
 			}
 		}
 		if len(names) == 0 {
 			t.Errorf("%s: nothing listed; the test policy shows something of every kind", l.method)
 		}
-		if l.method == "tools/list" && len(recorded) <= len(names) {
-			t.Errorf("tools/list: %d tools listed, %d decided; the test policy hides some", len(names), len(recorded))
-		}
 		for _, name := range names {
-			if d := recorded[name]; d != "allow" && d != "approve" {
+			if d := decided[name]; d != "allow" && d != "approve" {
 				t.Errorf("%s: %s listed, but its record says %q", l.method, name, d)
+			}
+		}
+		for _, want := range wantRecords[l.method] {
+			if !slices.Contains(records, want) {
+				t.Errorf("%s: no record %q among %q", l.method, want, records)
 			}
 		}
 	}

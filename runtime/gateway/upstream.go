@@ -35,8 +35,9 @@ type upstream struct {
 	name   string
 	dial   func(ctx context.Context) (mcp.Transport, error)
 	client *mcp.Client
-	// proc is a command upstream's current process, to say how it ended.
-	proc procexit.Last
+	// proc is the transport of a command upstream's current connection,
+	// which knows how its process ended; used by run's goroutine only.
+	proc *procexit.Transport
 
 	state atomic.Pointer[upState]
 	// started is closed when the first connection attempt has finished,
@@ -108,8 +109,7 @@ func (u *upstream) dialConfigured(cfg Upstream) func(ctx context.Context) (mcp.T
 		cmd.Env = cfg.Env
 		cmd.Dir = cfg.Dir
 		cmd.Stderr = &lineLogger{logger: u.g.logger, upstream: u.name}
-		u.proc.Set(cmd)
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: u.g.cfg.TerminateTimeout}, nil
+		return procexit.New(cmd, u.g.cfg.TerminateTimeout), nil
 	}
 }
 
@@ -182,7 +182,7 @@ func (u *upstream) run(ctx context.Context) {
 			switch {
 			case errors.As(werr, &syntax):
 				why = "it wrote output that is not JSON-RPC (" + werr.Error() + ")"
-			case u.proc.Exited() != nil: // Close has waited for the process
+			case u.proc.Exited() != nil: // known once Close has waited for it
 				why = "it exited (" + u.proc.Exited().String() + ")"
 			case werr != nil:
 				why = "the connection failed: " + werr.Error()
@@ -214,6 +214,7 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}
+	u.proc, _ = t.(*procexit.Transport)
 	cs, err := u.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		var execErr *exec.Error
@@ -226,10 +227,10 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 			return nil, nil, fmt.Errorf("start: %w", err)
 		case cctx.Err() != nil && ctx.Err() == nil:
 			err = fmt.Errorf("no answer to initialize within %s", u.g.cfg.ConnectTimeout)
-		case !errors.As(err, new(*json.SyntaxError)) && u.proc.Exited() != nil:
-			// Connect has closed the connection, and so waited for the
-			// process. The SDK words a closed pipe in several ways; how
-			// the process ended is what the operator needs.
+		case ctx.Err() == nil && procexit.ConnectionEnded(err) && u.proc.Exited() != nil:
+			// The server went away before it answered, and exited by
+			// itself. The SDK words a closed pipe in several ways; how the
+			// process ended is what the operator needs.
 			err = fmt.Errorf("the server exited (%s) before it answered", u.proc.Exited())
 		}
 		return nil, nil, fmt.Errorf("initialize: %w", err)

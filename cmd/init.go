@@ -183,7 +183,11 @@ jobs:
   policy:
     runs-on: ubuntu-latest
     steps:
+      # The whole history: a table's serial is its commit's depth, which a
+      # shallow clone cannot count.
       - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
       - uses: actions/setup-go@v5
         with:
           go-version: stable

@@ -97,4 +97,10 @@ func TestDecodeRefuses(t *testing.T) {
 			t.Errorf("%s: want *FormatError, got %v", name, err)
 		}
 	}
+	// A signed envelope is named as such.
+	env := []byte(`{"payloadType": "application/vnd.policyc.table.v1+json", "payload": "e30=", "signatures": []}`)
+	var fe *table.FormatError
+	if _, err := table.Decode(env); !errors.As(err, &fe) || !fe.Envelope || !strings.Contains(err.Error(), "a signed envelope") {
+		t.Errorf("an envelope: want a *FormatError naming it, got %v", err)
+	}
 }

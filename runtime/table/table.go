@@ -260,9 +260,15 @@ func marshal(t *Table) ([]byte, error) {
 // FormatError reports a table whose format this build does not know.
 type FormatError struct {
 	Found string
+	// Envelope is set when the bytes are a signed envelope (they have a
+	// payloadType), which holds a table but is not one.
+	Envelope bool
 }
 
 func (e *FormatError) Error() string {
+	if e.Envelope {
+		return "a signed envelope, not a bare decision table: get its table with policyc verify --trust KEY -o table.json"
+	}
 	if e.Found == "" {
 		return fmt.Sprintf("not a policyc decision table: no %q field (expected format %q)", "format", Format)
 	}
@@ -313,10 +319,11 @@ func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
 		// A table of another format may have fields this one lacks:
 		// name the format rather than the field.
 		var head struct {
-			Format string `json:"format"`
+			Format      string `json:"format"`
+			PayloadType string `json:"payloadType"`
 		}
 		if json.Unmarshal(b, &head) == nil && head.Format != Format {
-			return nil, nil, &FormatError{Found: head.Format}
+			return nil, nil, &FormatError{Found: head.Format, Envelope: head.Format == "" && head.PayloadType != ""}
 		}
 		return nil, nil, fmt.Errorf("decode table: %w", err)
 	}

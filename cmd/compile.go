@@ -170,11 +170,14 @@ func (s *policySource) compile(stderr io.Writer) (*compiler.Result, error) {
 // openRepo finds the repository and the repository-relative policy path
 // for PATH: with --repo, PATH is relative to that repository's root;
 // otherwise the repository is found upward from PATH.
+//
+// A bare repository has no work tree to place PATH in: it is named with
+// --repo, and PATH is then relative to its root like any other.
 func openRepo(repoDir, arg string) (*gitsrc.Repo, string, error) {
 	if repoDir != "" {
 		repo, err := gitsrc.Open(repoDir)
 		if err != nil {
-			return nil, "", gitError(err)
+			return nil, "", gitError(notRepoAdvice(err, repoAdvice(repoDir)))
 		}
 		rel, err := gitsrc.CleanPath(arg)
 		if err != nil {
@@ -185,14 +188,39 @@ func openRepo(repoDir, arg string) (*gitsrc.Repo, string, error) {
 	}
 	repo, err := gitsrc.Open(arg)
 	if err != nil {
-		return nil, "", gitError(err)
+		return nil, "", gitError(notRepoAdvice(err, repoAdvice(repoDir)))
 	}
 	rel, err := repo.RelPath(arg)
+	var be *gitsrc.BareError
+	if errors.As(err, &be) {
+		repo.Close()
+		return nil, "", usageErrorf("%s is inside the bare repository %s, which has no work tree to place it in; name the repository with --repo %s and give PATH relative to its root", arg, be.Dir, be.Dir)
+	}
 	if err != nil {
 		repo.Close()
 		return nil, "", usageErrorf("%v", err)
 	}
 	return repo, rel, nil
+}
+
+// repoAdvice is what to do when no repository was found, for a command
+// with --repo: pass it, or, when it was passed, name a repository with it.
+func repoAdvice(repoDir string) string {
+	if repoDir != "" {
+		return "--repo must name a repository: a clone's work tree or a bare repository"
+	}
+	return "run policyc inside the policy repository or pass --repo DIR"
+}
+
+// notRepoAdvice adds to a *gitsrc.NotRepositoryError what to do instead,
+// in terms of the command's own flags; other errors are returned as they
+// are.
+func notRepoAdvice(err error, advice string) error {
+	var ne *gitsrc.NotRepositoryError
+	if errors.As(err, &ne) {
+		return fmt.Errorf("%w; %s", err, advice)
+	}
+	return err
 }
 
 // revisionSource reads the policy at rev from the object store.
@@ -226,7 +254,7 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 		}
 		if repo.Root() == "" {
 			repo.Close()
-			return nil, usageErrorf("%s is a bare repository: it has no work tree to compile; compile a revision with --rev", repoDir)
+			return nil, usageErrorf("%s is a bare repository: it has no work tree to compile; compile a revision with --rev REV", repo.Dir())
 		}
 		dir = filepath.Join(repo.Root(), filepath.FromSlash(rel))
 	} else {
@@ -249,6 +277,10 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 		}
 		if err != nil {
 			return nil, gitError(err)
+		}
+		if repo.Root() == "" {
+			repo.Close()
+			return nil, usageErrorf("%s is inside the bare repository %s: it has no work tree to compile; compile a revision with --rev REV --repo %s, PATH relative to the repository root", arg, repo.Dir(), repo.Dir())
 		}
 	}
 	defer repo.Close()

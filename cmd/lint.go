@@ -92,10 +92,14 @@ Examples:
 			if staged {
 				repo, err := gitsrc.Open(dir)
 				if err != nil {
-					return withCode(ExitFailure, err)
+					return withCode(ExitFailure, notRepoAdvice(err, "run policyc lint --staged inside the repository, or name a policy directory in its work tree as DIR"))
 				}
 				defer repo.Close()
 				rel, err := repo.RelPath(dir)
+				var be *gitsrc.BareError
+				if errors.As(err, &be) {
+					return withCode(ExitFailure, fmt.Errorf("%w and no index, so nothing is staged in it; run policyc lint --staged in a clone with a work tree", err))
+				}
 				if err != nil {
 					return withCode(ExitFailure, err)
 				}

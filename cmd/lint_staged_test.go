@@ -166,6 +166,10 @@ func TestLintStagedRefusals(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(errOut, "not a git repository") {
 		t.Fatalf("outside a repository: exit %d\n%s", code, errOut)
 	}
+	// lint has no --repo: the advice is to run it inside the repository.
+	if strings.Contains(errOut, "--repo") || !strings.Contains(errOut, "run policyc lint --staged inside the repository") {
+		t.Errorf("outside a repository, the advice does not fit lint: %s", errOut)
+	}
 
 	// Unresolved merge conflicts: the index holds stages 1 to 3.
 	r := newLintRepo(t)

@@ -39,6 +39,9 @@ type Repo struct {
 	// root is the absolute work tree root with symlinks resolved; empty
 	// for a bare repository.
 	root string
+	// dir is the directory the repository was found at: the work tree
+	// root, or the git directory of a bare repository.
+	dir string
 	// shallow holds the shallow-clone boundary commits, if any.
 	shallow map[plumbing.Hash]bool
 	closer  io.Closer
@@ -60,26 +63,44 @@ func (r *Repo) Close() error {
 }
 
 // NotRepositoryError reports a directory that is not inside a git
-// repository.
+// repository. It states the fact only: what to do instead depends on the
+// command and its flags, so the command says it.
 type NotRepositoryError struct {
 	Dir string
 }
 
 func (e *NotRepositoryError) Error() string {
-	return fmt.Sprintf("not a git repository: %s (nor any of its parent directories); run policyc inside the policy repository or pass --repo DIR", e.Dir)
+	return fmt.Sprintf("not a git repository: %s (nor any of its parent directories)", e.Dir)
+}
+
+// BareError reports a bare repository where a work tree is needed.
+type BareError struct {
+	// Dir is the repository's directory.
+	Dir string
+}
+
+func (e *BareError) Error() string {
+	return fmt.Sprintf("%s is a bare repository: it has no work tree", e.Dir)
 }
 
 // Open opens the repository that holds dir, searching upward from it as git
-// does. dir need not exist: the search starts at its nearest existing
-// ancestor, so a policy path that exists only in an older revision still
-// finds its repository.
+// does: at each level a work tree (a .git entry) or a bare repository (the
+// directory itself is a git directory). dir need not exist: the search
+// starts at its nearest existing ancestor, so a policy path that exists
+// only in an older revision still finds its repository.
 func Open(dir string) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	start := existingAncestor(abs)
-	r, err := git.PlainOpenWithOptions(start, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	found, ok := discover(existingAncestor(abs))
+	if !ok {
+		return nil, &NotRepositoryError{Dir: abs}
+	}
+	// go-git's own upward search (DetectDotGit) looks for .git only and
+	// would pass over a bare repository, so the search above is ours and
+	// go-git opens the directory it found.
+	r, err := git.PlainOpenWithOptions(found, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, &NotRepositoryError{Dir: abs}
 	}
@@ -103,13 +124,16 @@ func Open(dir string) (*Repo, error) {
 		}
 		closer, storage = st, st
 	}
-	repo := &Repo{repo: r, closer: closer, storage: storage}
+	repo := &Repo{repo: r, closer: closer, storage: storage, dir: found}
+	if resolved, err := filepath.EvalSymlinks(found); err == nil {
+		repo.dir = resolved
+	}
 	if wt, err := r.Worktree(); err == nil {
 		root := wt.Filesystem.Root()
 		if resolved, err := filepath.EvalSymlinks(root); err == nil {
 			root = resolved
 		}
-		repo.root = root
+		repo.root, repo.dir = root, root
 	} else if !errors.Is(err, git.ErrIsBareRepository) {
 		return nil, fmt.Errorf("open repository at %s: %w", abs, err)
 	}
@@ -124,6 +148,46 @@ func Open(dir string) (*Repo, error) {
 		repo.shallow[h] = true
 	}
 	return repo, nil
+}
+
+// discover returns the directory of the repository that holds start,
+// searching upward as git does: at each level a .git entry (a work tree,
+// or a linked work tree's .git file) comes first, then the directory
+// itself as a git directory, which is how a bare repository is found.
+func discover(start string) (string, bool) {
+	dir := start
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		dir = filepath.Dir(dir)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, git.GitDirName)); err == nil {
+			return dir, true
+		}
+		if isGitDir(dir) {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// isGitDir reports whether dir is a git directory, by the test git itself
+// applies: a HEAD file and the objects and refs directories.
+func isGitDir(dir string) bool {
+	head, err := os.Stat(filepath.Join(dir, "HEAD"))
+	if err != nil || !head.Mode().IsRegular() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		st, err := os.Stat(filepath.Join(dir, sub))
+		if err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 func existingAncestor(abs string) string {
@@ -147,15 +211,20 @@ func (r *Repo) Git() *git.Repository { return r.repo }
 // repository.
 func (r *Repo) Root() string { return r.root }
 
+// Dir returns where the repository is, for messages: the work tree root,
+// or the directory of a bare repository.
+func (r *Repo) Dir() string { return r.dir }
+
 // Shallow reports whether the repository is a shallow clone.
 func (r *Repo) Shallow() bool { return len(r.shallow) > 0 }
 
 // RelPath turns a directory on disk into the policy path a table records:
 // relative to the work tree root, slash-separated, "." for the root. It does
-// not require dir to exist.
+// not require dir to exist. In a bare repository, which has no work tree,
+// it returns a *BareError.
 func (r *Repo) RelPath(dir string) (string, error) {
 	if r.root == "" {
-		return "", fmt.Errorf("repository is bare: it has no work tree, so %s cannot be placed in it; give PATH relative to the repository with --repo", dir)
+		return "", &BareError{Dir: r.dir}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -397,8 +397,53 @@ func TestNotRepository(t *testing.T) {
 	if !errors.As(err, &ne) {
 		t.Fatalf("got %v, want a NotRepositoryError", err)
 	}
-	if !strings.Contains(err.Error(), "not a git repository") || !strings.Contains(err.Error(), "--repo") {
+	// The fact only: what to do instead is in terms of a command's flags,
+	// which only the command knows (lint has no --repo).
+	if !strings.Contains(err.Error(), "not a git repository") || strings.Contains(err.Error(), "--repo") {
 		t.Errorf("message %q", err)
+	}
+}
+
+// A bare repository is found as git finds it, from the directory itself,
+// from inside it, and from a path below it that does not exist; it reads
+// as its clone does, and has no work tree to place a directory in.
+func TestOpenBare(t *testing.T) {
+	g := gittest.New(t, t.TempDir())
+	g.Write("policy/p.cue", policyV1)
+	g.Commit("one")
+	g.Write("policy/p.cue", policyV2)
+	g.Commit("two")
+	// Inside a work tree, so the search must stop at the bare repository
+	// rather than go on to the work tree above it.
+	bare := filepath.Join(g.Dir, "mirror.git")
+	if _, err := git.PlainClone(bare, true, &git.CloneOptions{URL: g.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := open(t, g.Dir).Read("HEAD", "policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{bare, filepath.Join(bare, "refs", "heads"), filepath.Join(bare, "policy")} {
+		r, err := gitsrc.Open(dir)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", dir, err)
+		}
+		defer r.Close()
+		if r.Root() != "" || r.Dir() != bare {
+			t.Errorf("Open(%s): root %q, dir %q; want no work tree and %s", dir, r.Root(), r.Dir(), bare)
+		}
+		snap, err := r.Read("HEAD", "policy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(snap.Files, want.Files) || snap.Serial != 2 || snap.Source.Tree != want.Source.Tree || snap.Source.Commit != want.Source.Commit {
+			t.Errorf("bare read %+v serial %d, want %+v serial 2", snap.Source, snap.Serial, want.Source)
+		}
+		_, err = r.RelPath(filepath.Join(bare, "policy"))
+		var be *gitsrc.BareError
+		if !errors.As(err, &be) || be.Dir != bare || !strings.Contains(err.Error(), "no work tree") {
+			t.Errorf("RelPath in a bare repository: %v", err)
+		}
 	}
 }
 

@@ -2,14 +2,20 @@ package cmd
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/spf13/cobra"
 
 	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/decisiondiff"
 	"github.com/policyc/policyc/internal/gitsrc"
 	"github.com/policyc/policyc/runtime"
@@ -107,6 +113,71 @@ func isTableFile(arg string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// neitherFileNorRevision reports a side that names no regular file and no
+// revision, saying why it is neither: the user may have meant either, a
+// misspelt table file or a misspelt branch. why is the reason it is no
+// revision: of the repository at repoDir, or, when repoDir is "", the
+// error that found no repository. When a file of a close name is in the
+// same directory, it is what the user meant: it is suggested, and the
+// reason the side is no revision is left out. Else advice, when given,
+// ends the message.
+func neitherFileNorRevision(side string, why error, repoDir, advice string) error {
+	file := "no such file"
+	if st, err := os.Stat(side); err == nil {
+		file = "a " + fileKind(st.Mode()) + ", not a table file"
+	}
+	near := nearFile(side)
+	var msg string
+	switch {
+	case repoDir == "":
+		msg = fmt.Sprintf("%s: %s, and not a revision: %v", side, file, why)
+	case near != "":
+		msg = fmt.Sprintf("%s: %s, and not a revision of the repository at %s", side, file, repoDir)
+	default:
+		reason := why.Error()
+		if errors.Is(why, plumbing.ErrReferenceNotFound) {
+			reason = "no branch, tag or commit by that name"
+		}
+		msg = fmt.Sprintf("%s: %s, and not a revision of the repository at %s (%s)", side, file, repoDir, reason)
+	}
+	if near != "" {
+		return fmt.Errorf("%s; did you mean %s?", msg, near)
+	}
+	if advice != "" {
+		msg += "; " + advice
+	}
+	return errors.New(msg)
+}
+
+func fileKind(m fs.FileMode) string {
+	if m.IsDir() {
+		return "directory"
+	}
+	return "special file"
+}
+
+// nearFile returns the regular file in the directory of name whose name is
+// closest to name's, when it is close enough to be a misspelling of it;
+// else "".
+func nearFile(name string) string {
+	dir, base := filepath.Split(name)
+	entries, err := os.ReadDir(filepath.Join(".", dir))
+	if err != nil {
+		return ""
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name() != base {
+			files = append(files, e.Name())
+		}
+	}
+	near := compiler.Nearest(base, files, 1)
+	if len(near) == 0 {
+		return ""
+	}
+	return dir + near[0]
+}
+
 // loadSides loads the two sides: table files are read as they are,
 // revisions are read from git and compiled, both at once. Diagnostics are
 // printed old side first.
@@ -132,12 +203,24 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 			var rel string
 			var err error
 			if repo, rel, err = openRepo(repoDir, arg); err != nil {
+				var ne *gitsrc.NotRepositoryError
+				if errors.As(err, &ne) {
+					return out, cats, withCode(ExitUsage, neitherFileNorRevision(r, ne, "", repoAdvice(repoDir)))
+				}
 				return out, cats, err
 			}
 			defer repo.Close()
 			arg = rel
 		}
-		snap, err := repo.Read(r, arg)
+		commit, err := repo.Resolve(r)
+		var re *gitsrc.RevisionError
+		if errors.As(err, &re) {
+			return out, cats, withCode(ExitUsage, neitherFileNorRevision(r, re.Err, repo.Dir(), "check the name, or fetch it first"))
+		}
+		if err != nil {
+			return out, cats, gitError(err)
+		}
+		snap, err := repo.ReadCommit(commit, r, arg)
 		if err != nil {
 			return out, cats, gitError(err)
 		}
@@ -160,6 +243,12 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 			res, err := s.compile(&diags[i])
 			if err != nil {
 				errs[i] = err
+				return
+			}
+			// Encoding sets the digest: the one policyc compile gives
+			// the revision, so the report names the table it would build.
+			if _, err := table.Encode(res.Table); err != nil {
+				errs[i] = failuref("encode the table of %s: %v", revs[i], err)
 				return
 			}
 			out[i] = res.Table

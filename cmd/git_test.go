@@ -394,7 +394,7 @@ func TestDiffRevisions(t *testing.T) {
 	}
 	// Bad sides.
 	_, stderr = mustRun(t, ExitUsage, "diff", "HEAD", "nope", policy)
-	if !strings.Contains(stderr, `unknown revision "nope"`) {
+	if !strings.Contains(stderr, "nope: no such file, and not a revision of the repository at "+g.Dir) {
 		t.Errorf("stderr: %s", stderr)
 	}
 	notRepo := t.TempDir()
@@ -412,6 +412,26 @@ func TestDiffRevisions(t *testing.T) {
 	_, stderr = mustRun(t, ExitFailure, "diff", "HEAD", "HEAD", "--repo", shallow.Dir, "policy")
 	if !strings.Contains(stderr, "shallow clone") {
 		t.Errorf("stderr: %s", stderr)
+	}
+}
+
+// A revision side of diff reports the digest of its table: the one
+// policyc compile gives the same revision.
+func TestDiffRevisionDigest(t *testing.T) {
+	g, _, _ := policyRepo(t)
+	policy := filepath.Join(g.Dir, "policy")
+	digest := func(rev string) string {
+		t.Helper()
+		out, _ := mustRun(t, 0, "compile", "--rev", rev, policy)
+		return decodeTable(t, []byte(out)).Digest
+	}
+	stdout, _ := mustRun(t, ExitChanged, "diff", "HEAD~1", "HEAD", policy, "--format", "json")
+	var rep struct{ Old, New struct{ Digest string } }
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if old, new := digest("HEAD~1"), digest("HEAD"); rep.Old.Digest != old || rep.New.Digest != new || old == new {
+		t.Errorf("digests old %q new %q, want %q and %q as compile gives them", rep.Old.Digest, rep.New.Digest, old, new)
 	}
 }
 

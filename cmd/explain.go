@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -44,6 +47,17 @@ Examples:
 			t, root, err := loadPolicyOrTable(args[0], c.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if _, known := t.Source().Servers[item.server]; !known {
+				// Not an error (the answer is right: deny), but most likely
+				// a misspelling.
+				names := slices.Sorted(maps.Keys(t.Source().Servers))
+				hint := ""
+				if near := compiler.Suggest(item.server, names); near != "" {
+					hint = fmt.Sprintf("; did you mean %q?", near)
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: server %q is not in the table, so every item of it is denied%s (servers: %s)\n",
+					item.server, hint, strings.Join(names, ", "))
 			}
 			ex := t.Explain(item.principal, item.server, k, item.name)
 			if item.format == "json" {

@@ -308,6 +308,9 @@ func TestKeyRefusals(t *testing.T) {
 		{"public key", string(pubPEM), "this is a public key"},
 		{"ECDSA PKCS8", string(ecPEM), "an ECDSA key, not an Ed25519 key"},
 		{"RSA PKCS1", string(rsaPEM), "not an Ed25519 key"},
+		// OpenSSH's container hides the key type: the message blames the
+		// format, not the algorithm.
+		{"OpenSSH", string(pem.EncodeToMemory(&pem.Block{Type: "OPENSSH PRIVATE KEY", Bytes: []byte("openssh-key-v1\x00")})), "a private key in OpenSSH's format"},
 		{"two blocks", string(append(append([]byte{}, privPEM...), privPEM...)), "more than one PEM block"},
 	}
 	for _, c := range private {

@@ -79,7 +79,11 @@ func ParsePrivateKey(data []byte) (ed25519.PrivateKey, error) {
 		return nil, keyErrorf("this is a public key (PEM %q); signing needs the private key (the .key file keygen wrote)", block.Type)
 	case "ENCRYPTED PRIVATE KEY":
 		return nil, keyErrorf("this private key is encrypted; policyc reads unencrypted PKCS #8 keys (keep it in a CI secret instead)")
-	case "RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY", "OPENSSH PRIVATE KEY":
+	case "OPENSSH PRIVATE KEY":
+		// The type of key inside is not in the PEM header: it may well be
+		// Ed25519. The container is what policyc does not read.
+		return nil, keyErrorf("this is a private key in OpenSSH's format (PEM %q); policyc reads Ed25519 keys in PKCS #8 PEM: create one with 'policyc keygen' (or 'openssl genpkey -algorithm ed25519')", block.Type)
+	case "RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY":
 		return nil, keyErrorf("this is not an Ed25519 key (PEM %q); policyc signs with Ed25519 only: create a key with 'policyc keygen'", block.Type)
 	default:
 		return nil, keyErrorf("unexpected PEM block %q; expected %q (an Ed25519 key in PKCS #8, as 'policyc keygen' writes)", block.Type, privateKeyBlock)

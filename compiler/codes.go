@@ -17,6 +17,7 @@ const (
 	CodeUINoConsent      = "ui-no-consent"
 	CodeInvalidUIPattern = "invalid-ui-pattern"
 	CodeUnknownServer    = "unknown-server"
+	CodeServerSeparator  = "server-name-separator"
 
 	// Reachability: rules that cannot take effect (reach.go).
 	CodeEmptyPattern       = "empty-pattern"
@@ -92,6 +93,7 @@ var Codes = []CodeInfo{
 	{CodeUINoConsent, CategoryUI, Error, "ui:// resources allowlisted with no consent channel that reaches a human"},
 	{CodeInvalidUIPattern, CategoryUI, Error, "a ui allowlist entry that is not exact, prefix* or prefix/"},
 	{CodeUnknownServer, CategoryScope, Warning, "rules for a server that mcp_servers does not define never apply"},
+	{CodeServerSeparator, CategoryScope, Warning, "a server name with \"__\" or a trailing \"_\": the gateway cannot namespace its tools"},
 	{CodeEmptyPattern, CategoryReach, Error, "a pattern that can match no name"},
 	{CodeDuplicatePattern, CategoryReach, Warning, "a pattern written twice in the same block: the second never decides"},
 	{CodeShadowedRule, CategoryReach, Warning, "a rule wholly shadowed by higher-precedence rules of the same scope, server and kind"},

@@ -275,6 +275,14 @@ func (c *compilation) check(p *Policy) {
 	all := slices.Sorted(maps.Keys(p.Servers))
 	for _, name := range all {
 		checkApprovals(p.Servers[name].Access[table.KindTool], []string{name})
+		if strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
+			// The gateway names a tool <server>__<tool> and splits at the
+			// first "__": such a server's tools would not round-trip.
+			path := "mcp_servers." + name
+			c.add(Diagnostic{Pos: p.Servers[name].Pos, Code: CodeServerSeparator, Severity: Warning, Path: path,
+				Message:    fmt.Sprintf("%s: the gateway shows this server's tools as %q, and a server name with \"__\" or a trailing \"_\" cannot be told apart from the tool name after it, so policyc gateway refuses this server", path, name+"__<tool>"),
+				Suggestion: fmt.Sprintf("rename the server, here and in the gateway's upstreams, for example to %q", singleUnderscores(name))})
+		}
 	}
 	for _, sc := range p.scopes() {
 		for _, sname := range slices.Sorted(maps.Keys(sc.Servers)) {
@@ -293,6 +301,15 @@ func (c *compilation) check(p *Policy) {
 			checkApprovals(ss.Access[table.KindTool], []string{sname})
 		}
 	}
+}
+
+// singleUnderscores is name with each run of underscores made one, and
+// none at the end: a name the gateway can namespace.
+func singleUnderscores(name string) string {
+	for strings.Contains(name, "__") {
+		name = strings.ReplaceAll(name, "__", "_")
+	}
+	return strings.TrimRight(name, "_")
 }
 
 // scopes returns the narrowing scopes in evaluation order.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -17,12 +18,14 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"cuelang.org/go/cue"
 	"github.com/spf13/cobra"
 
 	"github.com/policyc/policyc/compiler"
@@ -455,6 +458,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		// speak of policy files; here they are the configuration's.
 		for i := range ev.Diagnostics {
 			ev.Diagnostics[i].Code = compiler.CodeGatewayConfig
+			wholeUnits(&ev.Diagnostics[i], ev.Value)
 		}
 		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics)
 	}
@@ -683,6 +687,41 @@ func seconds(n int, def time.Duration) time.Duration {
 		return def
 	}
 	return time.Duration(n) * time.Second
+}
+
+// wholeUnits rewords a type error on a timing key (*_seconds, *_minutes):
+// CUE's "conflicting values 1.5 and int (mismatched types float and int)"
+// becomes what the key needs, a whole number of its unit. src is the
+// configuration as written.
+func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
+	key := d.Path[strings.LastIndex(d.Path, ".")+1:]
+	var unit string
+	switch {
+	case strings.HasSuffix(key, "_seconds"):
+		unit = "seconds"
+	case strings.HasSuffix(key, "_minutes"):
+		unit = "minutes"
+	default:
+		return
+	}
+	if !strings.Contains(d.Message, "mismatched types") || !src.Exists() {
+		return
+	}
+	v := src.LookupPath(cue.ParsePath(d.Path))
+	if !v.Exists() || v.Kind() == cue.IntKind {
+		return
+	}
+	written := fmt.Sprint(v)
+	d.Message = fmt.Sprintf("%s: a whole number of %s is required, not %s", d.Path, unit, written)
+	n := int64(30)
+	if f, err := v.Float64(); err == nil {
+		n = int64(max(1, math.Trunc(f)))
+	} else if s, err := v.String(); err == nil {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil && i > 0 {
+			n = i
+		}
+	}
+	d.Suggestion = fmt.Sprintf("write an integer, without a decimal point or quotes, e.g. %s: %d", key, n)
 }
 
 // readConfigFiles reads a configuration directory's .cue files, or one

@@ -80,9 +80,11 @@ With --check, the configuration and the table are checked and a summary is
 printed, with the approval gate's timings; nothing is started.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
-problems or the table cannot be enforced here; 2 usage; 3 the gateway failed
-(an unreadable table or key file, an address in use); 10-16 the table was
-refused (see 'policyc verify --help').
+problems, including a trust key file that is missing or not a public key,
+or the table cannot be enforced here; 2 usage, including a --trust file that
+cannot be used; 3 the gateway failed (an unreadable configuration or table
+file, a decision log that cannot be opened, an address in use); 10-16 the
+table was refused (see 'policyc verify --help').
 
 Examples:
   policyc gateway --config /etc/policyc/gateway
@@ -504,7 +506,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			}
 			k, err := envelope.ParsePublicKey(b)
 			if err != nil {
-				bad("trust", fmt.Sprintf("%s: %v", p, err), "")
+				bad("trust", fmt.Sprintf("key %d: %s: %v", i+1, p, err), "give the path of a public key written by 'policyc keygen' (the .pub file)")
 				continue
 			}
 			s.trust = append(s.trust, k)

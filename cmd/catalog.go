@@ -60,6 +60,12 @@ streamable HTTP URLs, as 'policyc gateway' would), list its tools, prompts,
 resources and resource templates, and write one snapshot per server to
 POLICY_DIR/catalog/<server>.json.
 
+The configuration is checked as 'policyc gateway' checks it (every key and
+value, every upstream: its program found, the variables it needs set), but
+the files and secrets only the running gateway uses (the table, the trust
+keys, the state directory, the decision log, the webhook secret) need not
+be there.
+
 Servers are pulled concurrently, each within --timeout (starting it, the
 handshake and every listing). A line on standard error reports each server
 as it finishes, with what it offers and how long it took. A server that
@@ -106,8 +112,10 @@ Examples:
 
 // catalogUpstreams reads the upstreams of a gateway configuration, with the
 // gateway's own reader, so that pull starts exactly what the gateway would.
+// The whole configuration is checked, but not the files and secrets only
+// the running gateway uses.
 func catalogUpstreams(config string, stderr io.Writer) ([]pull.Upstream, error) {
-	s, err := readGatewayConfig(gatewayOptions{config: config}, stderr)
+	s, err := readGatewayConfig(gatewayOptions{config: config, use: forPull}, stderr)
 	if err != nil {
 		return nil, err
 	}

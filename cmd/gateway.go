@@ -112,6 +112,37 @@ type gatewayOptions struct {
 	config, table, state string
 	trust                []string
 	check                bool
+	use                  configUse
+}
+
+// configUse is what a gateway configuration is read for.
+type configUse int
+
+const (
+	// forGateway: running the gateway, or checking that it would start.
+	forGateway configUse = iota
+	// forPull: catalog pull, which starts the upstreams and nothing else.
+	// The configuration is checked all the same, but the files and secrets
+	// only the running gateway uses (trust keys, table, state directory,
+	// decision log, webhook secret) need not be there.
+	forPull
+)
+
+// environment is how problems with the environment an upstream needs are
+// worded: where the variable is missing, and when to export it.
+func (u configUse) environment() (where, when string) {
+	if u == forPull {
+		return "the environment", "export it before pulling"
+	}
+	return "the gateway's environment", "export it before starting the gateway"
+}
+
+// notDone says what a configuration with errors stopped.
+func (u configUse) notDone() string {
+	if u == forPull {
+		return "nothing was pulled"
+	}
+	return "the gateway did not start"
 }
 
 // gatewayFile is a gateway configuration as written, decoded after the
@@ -462,7 +493,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			ev.Diagnostics[i].Code = compiler.CodeGatewayConfig
 			wholeUnits(&ev.Diagnostics[i], ev.Value)
 		}
-		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics)
+		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics, o.use)
 	}
 	var file gatewayFile
 	if err := ev.Value.Decode(&file); err != nil {
@@ -490,14 +521,17 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	if o.state != "" {
 		s.stateDir = o.state
 	}
-	if len(o.trust) > 0 {
+	envWhere, envWhen := o.use.environment()
+	switch {
+	case len(o.trust) > 0:
 		if s.trust, _, err = readTrustedKeys(o.trust); err != nil {
 			return nil, err
 		}
-	} else {
-		if len(file.Trust) == 0 {
-			bad("trust", "no public key: the gateway loads only a table signed by a trusted key", `list the public key CI signs with, e.g. trust: ["ci.pub"] (written by 'policyc keygen')`)
-		}
+	case len(file.Trust) == 0:
+		bad("trust", "no public key: the gateway loads only a table signed by a trusted key", `list the public key CI signs with, e.g. trust: ["ci.pub"] (written by 'policyc keygen')`)
+	case o.use == forPull:
+		// The keys verify the table, which a pull never reads.
+	default:
 		for i, p := range file.Trust {
 			b, err := os.ReadFile(abs(p))
 			if err != nil {
@@ -542,7 +576,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			if u.BearerTokenEnv != "" {
 				tok := os.Getenv(u.BearerTokenEnv)
 				if tok == "" {
-					bad(key+".bearer_token_env", fmt.Sprintf("%s is not set in the gateway's environment", u.BearerTokenEnv), "export it before starting the gateway")
+					bad(key+".bearer_token_env", fmt.Sprintf("%s is not set in %s", u.BearerTokenEnv, envWhere), envWhen)
 				}
 				up.Header = http.Header{"Authorization": {"Bearer " + tok}}
 			}
@@ -565,7 +599,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			for _, v := range u.PassEnv {
 				val, ok := os.LookupEnv(v)
 				if !ok {
-					bad(key+".pass_env", fmt.Sprintf("%s is not set in the gateway's environment", v), "export it before starting the gateway, or remove it from pass_env")
+					bad(key+".pass_env", fmt.Sprintf("%s is not set in %s", v, envWhere), envWhen+", or remove it from pass_env")
 				}
 				up.Env = append(up.Env, v+"="+val)
 			}
@@ -624,7 +658,8 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		for name, o := range a.Servers {
 			s.gate.Servers[name] = approval.ServerOptions{MaxDuration: o.MaxApproval, NoPreview: o.Preview != nil && !*o.Preview}
 		}
-		if a.WebhookSecretEnv != "" {
+		// A pull sends no webhook: the secret need not be set for it.
+		if a.WebhookSecretEnv != "" && o.use == forGateway {
 			secret := os.Getenv(a.WebhookSecretEnv)
 			if len(secret) < 16 {
 				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", a.WebhookSecretEnv, len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
@@ -668,7 +703,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	s.cfg.Version = compiler.Version
 	if len(diags) > 0 {
 		compiler.SortDiagnostics(diags)
-		return nil, gatewayDiagnostics(stderr, dir, diags)
+		return nil, gatewayDiagnostics(stderr, dir, diags, o.use)
 	}
 	return s, nil
 }
@@ -778,7 +813,7 @@ func findProgram(prog, dir string) (string, error) {
 }
 
 // gatewayDiagnostics prints configuration problems and a summary.
-func gatewayDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic) error {
+func gatewayDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic, use configUse) error {
 	n := 0
 	for _, d := range ds {
 		fmt.Fprintln(w, d.Format(filepath.ToSlash(root)))
@@ -786,7 +821,7 @@ func gatewayDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic) erro
 			n++
 		}
 	}
-	fmt.Fprintf(w, "%s in the gateway configuration: the gateway did not start\n", count(n, "error"))
+	fmt.Fprintf(w, "%s in the gateway configuration: %s\n", count(n, "error"), use.notDone())
 	return withCode(ExitProblems, errSilent)
 }
 

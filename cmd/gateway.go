@@ -44,7 +44,7 @@ const gatewayPackage = "gateway"
 func newGatewayCmd() *cobra.Command {
 	var o gatewayOptions
 	c := &cobra.Command{
-		Use:   "gateway --config PATH [--table FILE] [--trust KEY.pub ...] [--state DIR] [--check]",
+		Use:   "gateway --config PATH [--table FILE] [--trust KEY.pub ...] [--state DIR] [--decision-log FILE] [--check]",
 		Short: "Run the MCP gateway that enforces a signed decision table",
 		Long: `Run the runtime gateway: an MCP server in front of the upstream MCP servers of
 the configuration, enforcing a signed decision table on every request.
@@ -56,8 +56,8 @@ for one principal, or streamable HTTP with bearer tokens stored as SHA-256
 hashes). It is checked like a policy: an unknown or misspelt key, a wrong
 value or a program that cannot be found is an error with its position, the
 code gateway-config (docs/rules/gateway-config.md) and, where it helps, a
-suggestion. --table, --trust and --state replace the configuration's table,
-trust and state_dir.
+suggestion. --table, --trust, --state and --decision-log replace the
+configuration's table, trust, state_dir and decision_log.
 
 The gateway starts only with a table signed by a trusted key, not expired and
 not older than the last one it accepted; otherwise it says why and exits
@@ -104,12 +104,14 @@ Examples:
 	f.StringVar(&o.table, "table", "", "serve the signed table in `FILE` instead of the configuration's")
 	f.StringArrayVar(&o.trust, "trust", nil, "trust tables signed by the Ed25519 public key in `FILE` instead of the configuration's keys (repeatable)")
 	f.StringVar(&o.state, "state", "", "keep the last accepted serial in `DIR` instead of the configuration's state_dir")
+	f.StringVar(&o.decisionLog, "decision-log", "", "append the decision log to `FILE` (\"-\": standard error) instead of the configuration's decision_log")
 	f.BoolVar(&o.check, "check", false, "check the configuration and the table, print a summary and exit")
 	return c
 }
 
 type gatewayOptions struct {
 	config, table, state string
+	decisionLog          string
 	trust                []string
 	check                bool
 	use                  configUse
@@ -512,7 +514,12 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	}
 	s := &gatewaySetup{kinds: map[string]string{}}
 	s.table, s.stateDir, s.logPath = abs(file.Table), abs(file.StateDir), ""
-	if file.DecisionLog != "" && file.DecisionLog != "-" {
+	switch {
+	case o.decisionLog != "":
+		if o.decisionLog != "-" {
+			s.logPath = o.decisionLog
+		}
+	case file.DecisionLog != "" && file.DecisionLog != "-":
 		s.logPath = abs(file.DecisionLog)
 	}
 	if o.table != "" {

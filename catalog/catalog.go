@@ -25,9 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/policyc/policyc/internal/suggest"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -224,19 +228,19 @@ func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 		Format *string `json:"format"`
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
-		return nil, false, fmt.Errorf("not a catalogue snapshot: %w", err)
+		return nil, false, decodeError(b, fmt.Errorf("not a catalogue snapshot: %w", err), 0)
 	}
 	switch {
 	case head.Format == nil:
 		return nil, false, fmt.Errorf("not a catalogue snapshot: no %q field (expected %q)", "format", Format)
 	case *head.Format != Format:
-		return nil, false, fmt.Errorf("unknown catalogue format %q: this build reads %q; upgrade policyc or pull the catalogue again", *head.Format, Format)
+		return nil, false, fmt.Errorf("unknown catalogue format %q: this build reads %q (upgrade policyc if a newer one wrote it)", *head.Format, Format)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	s = &Snapshot{}
 	if err := dec.Decode(s); err != nil {
-		return nil, false, fmt.Errorf("catalogue snapshot: %w", err)
+		return nil, false, decodeError(b, err, dec.InputOffset())
 	}
 	if _, err := dec.Token(); err == nil {
 		return nil, false, errors.New("catalogue snapshot: trailing data after the snapshot")
@@ -251,6 +255,91 @@ func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 		return nil, false, err
 	}
 	return c, bytes.Equal(re, b), nil
+}
+
+// PosError is a problem at a position of a snapshot file.
+type PosError struct {
+	Line, Col int
+	Msg       string
+}
+
+func (e *PosError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
+
+// decodeError places a JSON error at its line and column in b: a syntax or
+// type error where the decoder says, another (an unknown field) at offset,
+// where the decoder stopped. An unknown field is named with the field of
+// the format it was likely meant to be.
+func decodeError(b []byte, err error, offset int64) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &se):
+		offset = se.Offset - 1 // the decoder counts the offending byte as read
+	case errors.As(err, &te):
+		offset = te.Offset
+		msg = fmt.Sprintf("%s: a JSON %s where the format has %s", te.Field, te.Value, te.Type)
+	default:
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			if name, err := strconv.Unquote(f); err == nil {
+				// The decoder reports the field after reading the whole
+				// value: place it at the first key of that name instead.
+				if at := keyOffset(b, name); at >= 0 {
+					offset = int64(at)
+				}
+				msg = fmt.Sprintf("unknown field %q", name)
+				if near := suggest.Suggest(name, fieldNames()); near != "" {
+					msg += fmt.Sprintf("; did you mean %q?", near)
+				}
+			}
+		}
+	}
+	offset = min(max(offset, 0), int64(len(b)))
+	line := 1 + bytes.Count(b[:offset], []byte("\n"))
+	col := int(offset) - bytes.LastIndexByte(b[:offset], '\n')
+	return &PosError{Line: line, Col: col, Msg: strings.TrimPrefix(msg, "json: ")}
+}
+
+// keyOffset is the offset of the first object key name in b (a JSON string
+// followed by a colon is always a key), or -1.
+func keyOffset(b []byte, name string) int {
+	quoted, _ := json.Marshal(name)
+	for from := 0; ; {
+		i := bytes.Index(b[from:], quoted)
+		if i < 0 {
+			return -1
+		}
+		at := from + i
+		if rest := bytes.TrimLeft(b[at+len(quoted):], " \t\r\n"); len(rest) > 0 && rest[0] == ':' && (at == 0 || b[at-1] != '\\') {
+			return at
+		}
+		from = at + 1
+	}
+}
+
+// fieldNames lists the JSON field names of the snapshot format.
+func fieldNames() []string {
+	var names []string
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for f := range t.Fields() {
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				names = append(names, name)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[Snapshot]())
+	sort.Strings(names)
+	return slices.Compact(names)
 }
 
 func cloneSnapshot(s *Snapshot) *Snapshot {

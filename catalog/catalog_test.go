@@ -3,8 +3,10 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -91,6 +93,39 @@ func TestDecodeRefuses(t *testing.T) {
 			_, _, err := Decode([]byte(tc.in))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Decode: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A snapshot that does not decode is reported at its file:line:col, and a
+// misspelt field with the field it was likely meant to be.
+func TestDecodeErrorPositions(t *testing.T) {
+	canon, _ := Encode(sample())
+	lines := strings.Split(string(canon), "\n")
+	at := func(substr string) int { // the 1-based line of substr in canon
+		for i, l := range lines {
+			if strings.Contains(l, substr) {
+				return i + 1
+			}
+		}
+		t.Fatalf("%q is not in the sample", substr)
+		return 0
+	}
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"misspelt field", strings.Replace(string(canon), `"annotations"`, `"annotation"`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: unknown field "annotation"; did you mean "annotations"\?$`, at(`"annotations"`))},
+		{"syntax error", strings.Replace(string(canon), `"tools": [`, `"tools": [,`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: not a catalogue snapshot: invalid character ','`, at(`"tools": [`))},
+		{"wrong type", strings.Replace(string(canon), `"destructiveHint": false`, `"destructiveHint": "yes"`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a JSON string where the format has bool$`, at(`"destructiveHint"`))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]File{{Name: "github.json", Data: []byte(tc.in)}})
+			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Fatalf("Parse: %v, want an error matching %s", err, tc.want)
 			}
 		})
 	}

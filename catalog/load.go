@@ -81,7 +81,12 @@ func Parse(files []File) (*Catalog, error) {
 			continue
 		}
 		s, canonical, err := Decode(f.Data)
-		if err != nil {
+		var pe *PosError
+		switch {
+		case errors.As(err, &pe):
+			errs = append(errs, fmt.Errorf("%s:%w", f.Name, err)) // file:line:col: ...
+			continue
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))
 			continue
 		}

@@ -365,7 +365,7 @@ func parseCatalogue(where string, files []catalog.File) (*catalog.Catalog, error
 	}
 	cat, err := catalog.Parse(files)
 	if err != nil {
-		return nil, failuref("catalogue %s: %v (pull it again with policyc catalog pull, or fix the file)", where, err)
+		return nil, failuref("catalogue %s: %v; pull it again with policyc catalog pull, or fix the file", where, err)
 	}
 	return cat, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -76,15 +77,17 @@ fails verification, or is older than the serving one, is refused and the
 serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
 for approval then end as expired. docs/gateway.md has the details.
 
-With --check, the configuration and the table are checked and a summary is
-printed, with the approval gate's timings; nothing is started.
+With --check, the configuration and the table are checked, and that the
+gateway could append to its decision log (the log is left untouched); a
+summary is printed, with the approval gate's timings; nothing is started.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
-problems, including a trust key file that is missing or not a public key,
-or the table cannot be enforced here; 2 usage, including a --trust file that
+problems, including a trust key file that is missing or not a public key and
+a decision log the gateway could not append to, or the table cannot be
+enforced here; 2 usage, including a --trust or --decision-log file that
 cannot be used; 3 the gateway failed (an unreadable configuration or table
-file, a decision log that cannot be opened, an address in use); 10-16 the
-table was refused (see 'policyc verify --help').
+file, an address in use); 10-16 the table was refused (see 'policyc verify
+--help').
 
 Examples:
   policyc gateway --config /etc/policyc/gateway
@@ -518,9 +521,19 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	case o.decisionLog != "":
 		if o.decisionLog != "-" {
 			s.logPath = o.decisionLog
+			if o.use == forGateway {
+				if err := checkDecisionLog(s.logPath); err != nil {
+					return nil, usageErrorf("--decision-log: %v", err)
+				}
+			}
 		}
 	case file.DecisionLog != "" && file.DecisionLog != "-":
 		s.logPath = abs(file.DecisionLog)
+		if o.use == forGateway {
+			if err := checkDecisionLog(s.logPath); err != nil {
+				bad("decision_log", err.Error(), `give a file in an existing directory the gateway may write to, or "-" for standard error`)
+			}
+		}
 	}
 	if o.table != "" {
 		s.table = o.table
@@ -731,6 +744,54 @@ func seconds(n int, def time.Duration) time.Duration {
 		return def
 	}
 	return time.Duration(n) * time.Second
+}
+
+// checkDecisionLog tells whether the gateway will be able to append to its
+// decision log, without creating the file or writing to it: its directory
+// exists, and the file can be opened for appending or, while it does not
+// exist, created in that directory.
+func checkDecisionLog(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the directory %s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	st, err = os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return fmt.Errorf("%s is a directory, not a file", path)
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return fmt.Errorf("cannot append to %s: %w", path, unwrapPath(err))
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	// The file does not exist yet: the gateway creates it. Whether it may
+	// is only known by trying, in the directory, under another name.
+	f, err := os.CreateTemp(dir, ".policyc-gateway-check-")
+	if err != nil {
+		return fmt.Errorf("cannot create %s: %w", path, unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath drops the operation and path of a *fs.PathError, for a
+// message that names the path itself.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // wholeUnits rewords a type error on a timing key (*_seconds, *_minutes):

@@ -160,16 +160,20 @@ func ReadConfig(path string) (*Config, error) {
 // over the defaults.
 func ParseConfig(f compiler.File) (*Config, error) {
 	ev := compiler.Evaluate([]compiler.File{f}, ConfigPackage, "#LintConfig")
-	if diags := dedupeUnknownKeys(ev.Diagnostics); compiler.HasErrors(diags) {
-		return nil, &ConfigError{File: f.Name, Diagnostics: diags}
+	// The checks below read what the schema accepted, so they run even
+	// when it found problems elsewhere: every problem is reported at once.
+	schema := dedupeUnknownKeys(ev.Diagnostics)
+	if compiler.HasErrors(schema) && !ev.Value.Exists() { // nothing evaluated: the file did not even parse
+		return nil, &ConfigError{File: f.Name, Diagnostics: schema}
 	}
 	cfg := DefaultConfig()
 	cfg.File = f.Name
 	var problems []compiler.Diagnostic
-	bad := func(key, msg, suggestion string) {
-		problems = append(problems, compiler.Diagnostic{Pos: ev.KeyPos(key), Code: compiler.CodeType, Severity: compiler.Error,
+	badAt := func(pos compiler.Position, key, msg, suggestion string) {
+		problems = append(problems, compiler.Diagnostic{Pos: pos, Code: compiler.CodeType, Severity: compiler.Error,
 			Path: key, Message: key + ": " + msg, Suggestion: suggestion})
 	}
+	bad := func(key, msg, suggestion string) { badAt(ev.KeyPos(key), key, msg, suggestion) }
 	v := ev.Value
 	if s, err := v.LookupPath(cue.ParsePath("fail_level")).String(); err == nil {
 		cfg.FailLevel, _ = compiler.ParseSeverity(s)
@@ -184,7 +188,11 @@ func ParseConfig(f compiler.File) (*Config, error) {
 			s, _ := it.Value().String()
 			g, err := glob.Parse(s)
 			if err != nil {
-				bad(key, fmt.Sprintf("entry %d: %v", i, err), `write a glob such as "generated_*.cue"`)
+				pos := ev.KeyPos(key)
+				if p := it.Value().Pos(); p.IsValid() { // the entry itself
+					pos = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+				}
+				badAt(pos, key, fmt.Sprintf("entry %d: %v", i, err), `write a glob such as "generated_*.cue"`)
 				continue
 			}
 			out = append(out, FilePattern{Text: s, glob: g})
@@ -220,9 +228,10 @@ func ParseConfig(f compiler.File) (*Config, error) {
 		}
 		cfg.Rules[info.ID] = rc
 	}
-	if len(problems) > 0 {
-		compiler.SortDiagnostics(problems)
-		return nil, &ConfigError{File: f.Name, Diagnostics: problems}
+	if compiler.HasErrors(schema) || len(problems) > 0 {
+		all := append(schema, problems...)
+		compiler.SortDiagnostics(all)
+		return nil, &ConfigError{File: f.Name, Diagnostics: all}
 	}
 	return cfg, nil
 }

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -278,18 +277,22 @@ func decodeError(b []byte, err error, offset int64) error {
 		offset = se.Offset - 1 // the decoder counts the offending byte as read
 	case errors.As(err, &te):
 		offset = te.Offset
-		msg = fmt.Sprintf("%s: a JSON %s where the format has %s", te.Field, te.Value, te.Type)
+		where := te.Field
+		if where == "" {
+			where = "the snapshot"
+		}
+		msg = fmt.Sprintf("%s: %s where the format has %s", where, article(te.Value), jsonKind(te.Type))
 	default:
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			if name, err := strconv.Unquote(f); err == nil {
-				// The decoder reports the field after reading the whole
-				// value: place it at the first key of that name instead.
-				if at := keyOffset(b, name); at >= 0 {
-					offset = int64(at)
-				}
 				msg = fmt.Sprintf("unknown field %q", name)
-				if near := suggest.Suggest(name, fieldNames()); near != "" {
-					msg += fmt.Sprintf("; did you mean %q?", near)
+				// The decoder reports the field after reading the whole
+				// value: find the key, and the fields of its object.
+				if at, known := findUnknownField(b); at >= 0 {
+					offset = int64(at)
+					if near := suggest.Suggest(name, known); near != "" {
+						msg += fmt.Sprintf("; did you mean %q?", near)
+					}
 				}
 			}
 		}
@@ -300,46 +303,129 @@ func decodeError(b []byte, err error, offset int64) error {
 	return &PosError{Line: line, Col: col, Msg: strings.TrimPrefix(msg, "json: ")}
 }
 
-// keyOffset is the offset of the first object key name in b (a JSON string
-// followed by a colon is always a key), or -1.
-func keyOffset(b []byte, name string) int {
-	quoted, _ := json.Marshal(name)
-	for from := 0; ; {
-		i := bytes.Index(b[from:], quoted)
-		if i < 0 {
-			return -1
+// findUnknownField walks b along the snapshot's types, as the decoder
+// does, to the first object key that names no field of its object (input
+// schemas, kept raw, are skipped). It returns the key's offset and the
+// fields that object has, or -1.
+func findUnknownField(b []byte) (at int, known []string) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var walk func(t reflect.Type) bool
+	walk = func(t reflect.Type) bool {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
 		}
-		at := from + i
-		if rest := bytes.TrimLeft(b[at+len(quoted):], " \t\r\n"); len(rest) > 0 && rest[0] == ':' && (at == 0 || b[at-1] != '\\') {
-			return at
+		if t == reflect.TypeFor[json.RawMessage]() {
+			var raw json.RawMessage
+			dec.Decode(&raw)
+			return false
 		}
-		from = at + 1
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('['):
+			var elem reflect.Type
+			if t != nil && t.Kind() == reflect.Slice {
+				elem = t.Elem()
+			}
+			for dec.More() {
+				if walk(elem) {
+					return true
+				}
+			}
+			dec.Token()
+		case json.Delim('{'):
+			for dec.More() {
+				from := dec.InputOffset()
+				tok, err := dec.Token()
+				key, isKey := tok.(string)
+				if err != nil || !isKey {
+					return false
+				}
+				var ft reflect.Type
+				if t != nil && t.Kind() == reflect.Struct {
+					f, ok := jsonField(t, key)
+					if !ok {
+						return foundAt(b, from, t, &at, &known)
+					}
+					ft = f.Type
+				}
+				if walk(ft) {
+					return true
+				}
+			}
+			dec.Token()
+		}
+		return false
+	}
+	at = -1
+	walk(reflect.TypeFor[Snapshot]())
+	return at, known
+}
+
+// foundAt records the key that starts after from, and the fields of t.
+func foundAt(b []byte, from int64, t reflect.Type, at *int, known *[]string) bool {
+	*at = int(from) + bytes.IndexByte(b[from:], '"')
+	for f := range t.Fields() {
+		if name := jsonName(f); name != "" {
+			*known = append(*known, name)
+		}
+	}
+	return true
+}
+
+// jsonField is the field of struct t that decodes key, as encoding/json
+// matches it: the exact name, else one equal under case folding.
+func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
+	var folded reflect.StructField
+	found := false
+	for f := range t.Fields() {
+		name := jsonName(f)
+		if name == key {
+			return f, true
+		}
+		if !found && strings.EqualFold(name, key) {
+			folded, found = f, true
+		}
+	}
+	return folded, found
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}
+
+// jsonKind names what JSON value decodes into a value of type t.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	default:
+		return "a number"
 	}
 }
 
-// fieldNames lists the JSON field names of the snapshot format.
-func fieldNames() []string {
-	var names []string
-	seen := map[reflect.Type]bool{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || seen[t] {
-			return
-		}
-		seen[t] = true
-		for f := range t.Fields() {
-			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-				names = append(names, name)
-			}
-			walk(f.Type)
-		}
+// article puts "a" or "an" before the decoder's name of a JSON value
+// ("string", "array", "number -5").
+func article(v string) string {
+	if v != "" && strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
 	}
-	walk(reflect.TypeFor[Snapshot]())
-	sort.Strings(names)
-	return slices.Compact(names)
+	return "a " + v
 }
 
 func cloneSnapshot(s *Snapshot) *Snapshot {

@@ -117,10 +117,17 @@ func TestDecodeErrorPositions(t *testing.T) {
 	}{
 		{"misspelt field", strings.Replace(string(canon), `"annotations"`, `"annotation"`, 1),
 			fmt.Sprintf(`^github.json:%d:\d+: unknown field "annotation"; did you mean "annotations"\?$`, at(`"annotations"`))},
+		// A key of that name inside an input schema is not the field, nor
+		// is the field suggested as itself: uri is a resource's field, not
+		// a tool's.
+		{"field of another kind", strings.Replace(strings.Replace(string(canon), `"q"`, `"uri"`, 1), `"name": "search"`, `"name": "search", "uri": "x"`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: unknown field "uri"$`, at(`"name": "search"`))},
+		{"not an object", `[]`, `^github.json:1:\d+: .*an array where the format has an object`},
+		{"tools not an array", `{"format": "policyc.catalog/v1", "tools": {}}`, `^github.json:1:\d+: tools: an object where the format has an array$`},
 		{"syntax error", strings.Replace(string(canon), `"tools": [`, `"tools": [,`, 1),
 			fmt.Sprintf(`^github.json:%d:\d+: not a catalogue snapshot: invalid character ','`, at(`"tools": [`))},
 		{"wrong type", strings.Replace(string(canon), `"destructiveHint": false`, `"destructiveHint": "yes"`, 1),
-			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a JSON string where the format has bool$`, at(`"destructiveHint"`))},
+			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a string where the format has true or false$`, at(`"destructiveHint"`))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]File{{Name: "github.json", Data: []byte(tc.in)}})

@@ -64,7 +64,8 @@ func ReadDir(dir string) (*Catalog, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, File{Name: e.Name(), Data: b})
+		// Named by their path, so that errors point at the file.
+		files = append(files, File{Name: filepath.Join(dir, e.Name()), Data: b})
 	}
 	return Parse(files)
 }

@@ -363,9 +363,15 @@ func parseCatalogue(where string, files []catalog.File) (*catalog.Catalog, error
 	if len(files) == 0 {
 		return nil, nil
 	}
-	cat, err := catalog.Parse(files)
+	// Each file is named by its whole path (or REV:path), which an editor or
+	// a CI annotation can follow to its line.
+	named := make([]catalog.File, len(files))
+	for i, f := range files {
+		named[i] = catalog.File{Name: where + "/" + f.Name, Data: f.Data}
+	}
+	cat, err := catalog.Parse(named)
 	if err != nil {
-		return nil, failuref("catalogue %s: %v; pull it again with policyc catalog pull, or fix the file", where, err)
+		return nil, failuref("catalogue %v; pull it again with policyc catalog pull, or fix the file", err)
 	}
 	return cat, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -167,7 +168,7 @@ func nearFile(name string) string {
 	}
 	var files []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && e.Name() != base {
+		if e.Type().IsRegular() && e.Name() != base && strings.HasSuffix(e.Name(), ".json") { // tables only
 			files = append(files, e.Name())
 		}
 	}
@@ -204,7 +205,12 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 			var err error
 			if repo, rel, err = openRepo(repoDir, arg); err != nil {
 				var ne *gitsrc.NotRepositoryError
-				if errors.As(err, &ne) {
+				switch {
+				case errors.As(err, &ne) && repoDir != "":
+					// --repo names no repository: that is the problem, not
+					// the revision.
+					return out, cats, withCode(ExitUsage, fmt.Errorf("--repo %s: %v; %s", repoDir, ne, repoAdvice(repoDir)))
+				case errors.As(err, &ne):
 					return out, cats, withCode(ExitUsage, neitherFileNorRevision(r, ne, "", repoAdvice(repoDir)))
 				}
 				return out, cats, err

@@ -110,7 +110,7 @@ func exportCatalog(arg, dir string) (*catalog.Catalog, error) {
 	}
 	cat, err := catalog.ReadDir(dir)
 	if err != nil {
-		return nil, failuref("catalogue %s: %v", dir, err)
+		return nil, failuref("catalogue %v", err)
 	}
 	return cat, nil
 }

@@ -211,6 +211,11 @@ type gatewaySetup struct {
 	trust    []ed25519.PublicKey
 	stateDir string
 	logPath  string
+	// logFlag says logPath came from --decision-log; else logPos is where
+	// the configuration in configDir sets it.
+	logFlag   bool
+	logPos    compiler.Position
+	configDir string
 	// principal is the stdio front's; http the HTTP front's options.
 	principal string
 	address   string
@@ -301,7 +306,12 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		// the gateway runs: it is a log, not an output written at once.
 		f, err := os.OpenFile(s.logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
-			return failuref("decision_log: %v", err)
+			if s.logFlag {
+				return usageErrorf("--decision-log: %v", unwrapPath(err))
+			}
+			return gatewayDiagnostics(stderr, s.configDir, []compiler.Diagnostic{{Pos: s.logPos, Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
+				Path: "decision_log", Message: fmt.Sprintf("decision_log: cannot open %s: %v", s.logPath, unwrapPath(err)),
+				Suggestion: `give a file in an existing directory the gateway may write to, or "-" for standard error`}}, o.use)
 		}
 		defer f.Close()
 		logOut = f
@@ -521,16 +531,18 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	case o.decisionLog != "":
 		if o.decisionLog != "-" {
 			s.logPath = o.decisionLog
+			s.logFlag = true
 			if o.use == forGateway {
-				if err := checkDecisionLog(s.logPath); err != nil {
+				if err := checkDecisionLog(s.logPath, o.check); err != nil {
 					return nil, usageErrorf("--decision-log: %v", err)
 				}
 			}
 		}
 	case file.DecisionLog != "" && file.DecisionLog != "-":
 		s.logPath = abs(file.DecisionLog)
+		s.logPos, s.configDir = ev.KeyPos("decision_log"), dir
 		if o.use == forGateway {
-			if err := checkDecisionLog(s.logPath); err != nil {
+			if err := checkDecisionLog(s.logPath, o.check); err != nil {
 				bad("decision_log", err.Error(), `give a file in an existing directory the gateway may write to, or "-" for standard error`)
 			}
 		}
@@ -748,9 +760,27 @@ func seconds(n int, def time.Duration) time.Duration {
 
 // checkDecisionLog tells whether the gateway will be able to append to its
 // decision log, without creating the file or writing to it: its directory
-// exists, and the file can be opened for appending or, while it does not
-// exist, created in that directory.
-func checkDecisionLog(path string) error {
+// exists, a regular file can be opened for appending and, with probe (for
+// --check), one that does not exist yet can be created in that directory
+// (tried with a temporary file, removed at once). A pipe or a device is
+// not opened: that could block, or end a reader's input.
+func checkDecisionLog(path string, probe bool) error {
+	// A symbolic link is appended to through its target, which the
+	// gateway creates when it does not exist yet.
+	for range 8 {
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			break
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
+	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	switch {
@@ -765,6 +795,10 @@ func checkDecisionLog(path string) error {
 	switch {
 	case err == nil && st.IsDir():
 		return fmt.Errorf("%s is a directory, not a file", path)
+	case err == nil && !st.Mode().IsRegular():
+		// A pipe or a device: opening it may block until a reader comes,
+		// or consume the reader's end of file. The start opens it.
+		return nil
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -773,6 +807,8 @@ func checkDecisionLog(path string) error {
 		return f.Close()
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
+	case !probe:
+		return nil // the start creates it, and says so if it cannot
 	}
 	// The file does not exist yet: the gateway creates it. Whether it may
 	// is only known by trying, in the directory, under another name.
@@ -781,7 +817,8 @@ func checkDecisionLog(path string) error {
 		return fmt.Errorf("cannot create %s: %w", path, unwrapPath(err))
 	}
 	f.Close()
-	return os.Remove(f.Name())
+	os.Remove(f.Name())
+	return nil
 }
 
 // unwrapPath drops the operation and path of a *fs.PathError, for a
@@ -818,11 +855,13 @@ func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
 	}
 	written := fmt.Sprint(v)
 	d.Message = fmt.Sprintf("%s: a whole number of %s is required, not %s", d.Path, unit, written)
+	// The example is the value written, made whole, when every timing key
+	// allows it (1 to 600); else 30.
 	n := int64(30)
-	if f, err := v.Float64(); err == nil {
+	if f, err := v.Float64(); err == nil && f > 0 && f <= 600 {
 		n = int64(max(1, math.Trunc(f)))
 	} else if s, err := v.String(); err == nil {
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil && i > 0 {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil && i >= 1 && i <= 600 {
 			n = i
 		}
 	}

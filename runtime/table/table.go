@@ -267,7 +267,7 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Envelope {
-		return "a signed envelope, not a bare decision table: get its table with policyc verify --trust KEY -o table.json"
+		return "a signed envelope, not a bare decision table: get its table with policyc verify FILE --trust KEY -o table.json"
 	}
 	if e.Found == "" {
 		return fmt.Sprintf("not a policyc decision table: no %q field (expected format %q)", "format", Format)

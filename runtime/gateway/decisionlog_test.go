@@ -108,6 +108,18 @@ func TestPolicyWorkAllocatesNothing(t *testing.T) {
 	}
 }
 
+// namesOf is the names of a listing's items, or its error.
+func namesOf[R, T any](res R, err error, items func(R) []T, name func(T) string) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, x := range items(res) {
+		names = append(names, name(x))
+	}
+	return names, nil
+}
+
 // writeCounter keeps every Write it is given, and fails them while fail is
 // set.
 type writeCounter struct {
@@ -143,50 +155,24 @@ func TestListingLogsInOneWrite(t *testing.T) {
 		method string
 		list   func() ([]string, error)
 	}
+	ctx := context.Background()
 	listers := []lister{
 		{"tools/list", func() ([]string, error) {
-			res, err := cs.ListTools(context.Background(), nil)
-			if err != nil {
-				return nil, err
-			}
-			var names []string
-			for _, x := range res.Tools {
-				names = append(names, x.Name)
-			}
-			return names, nil
+			res, err := cs.ListTools(ctx, nil)
+			return namesOf(res, err, func(r *mcp.ListToolsResult) []*mcp.Tool { return r.Tools }, func(x *mcp.Tool) string { return x.Name })
 		}},
 		{"prompts/list", func() ([]string, error) {
-			res, err := cs.ListPrompts(context.Background(), nil)
-			if err != nil {
-				return nil, err
-			}
-			var names []string
-			for _, x := range res.Prompts {
-				names = append(names, x.Name)
-			}
-			return names, nil
+			res, err := cs.ListPrompts(ctx, nil)
+			return namesOf(res, err, func(r *mcp.ListPromptsResult) []*mcp.Prompt { return r.Prompts }, func(x *mcp.Prompt) string { return x.Name })
 		}},
 		{"resources/list", func() ([]string, error) {
-			res, err := cs.ListResources(context.Background(), nil)
-			if err != nil {
-				return nil, err
-			}
-			var names []string
-			for _, x := range res.Resources {
-				names = append(names, x.URI)
-			}
-			return names, nil
+			res, err := cs.ListResources(ctx, nil)
+			return namesOf(res, err, func(r *mcp.ListResourcesResult) []*mcp.Resource { return r.Resources }, func(x *mcp.Resource) string { return x.URI })
 		}},
 		{"resources/templates/list", func() ([]string, error) {
-			res, err := cs.ListResourceTemplates(context.Background(), nil)
-			if err != nil {
-				return nil, err
-			}
-			var names []string
-			for _, x := range res.ResourceTemplates {
-				names = append(names, x.URITemplate)
-			}
-			return names, nil
+			res, err := cs.ListResourceTemplates(ctx, nil)
+			return namesOf(res, err, func(r *mcp.ListResourceTemplatesResult) []*mcp.ResourceTemplate { return r.ResourceTemplates },
+				func(x *mcp.ResourceTemplate) string { return x.URITemplate })
 		}},
 	}
 	// What each listing must record besides its listed items: hidden items

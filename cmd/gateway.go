@@ -240,7 +240,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s.cfg.Logger = logger
-	s.cfg.Tables = tableLoader(s.table, s.trust, s.stateDir)
+	s.cfg.Tables = tableLoader(s.table, s.trust, s.stateDir, o.check)
 	var serving atomic.Pointer[gateway.Gateway]
 	var gate *approval.Gate
 	var adminLn net.Listener
@@ -405,13 +405,15 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // tableLoader reads the signed table and verifies it, every time: at boot
 // and on every reload. It is the gateway's only way to a table.
-func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string) func() (*runtime.Table, error) {
-	return func() (*runtime.Table, error) {
+func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*runtime.Table) error) (*runtime.Table, error) {
+	return func(accept func(*runtime.Table) error) (*runtime.Table, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read the signed table: %w", err)
 		}
-		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir})
+		// The state records a table only once the gateway accepts it, and
+		// never for --check, which must not change what a start accepts.
+		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept, ReadOnly: check})
 		if err != nil {
 			return nil, fmt.Errorf("%s refused: %w", path, err)
 		}

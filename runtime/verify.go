@@ -95,6 +95,15 @@ type VerifyOptions struct {
 	// rollback protection. Empty means no rollback check: only for tools
 	// that inspect a table, never for a gateway.
 	StateDir string
+	// ReadOnly checks the table against the state but records nothing:
+	// for a check that must not change what the gateway will accept.
+	ReadOnly bool
+	// Accept, when set, is the caller's last word on the loaded table:
+	// its error refuses the table, before anything is recorded. A gateway
+	// passes the checks it makes of a table beyond verification (that it
+	// can enforce it, that it may replace the serving one), so that a
+	// table it refuses never advances the state.
+	Accept func(*Table) error
 }
 
 // StateFile is the name of the file in VerifyOptions.StateDir that records
@@ -144,9 +153,10 @@ type Verified struct {
 //     The load is built while step 4's proof that the payload is canonical
 //     and carries its digest runs on another core; it is refused as step 4
 //     would, and step 7 reports its own error only after steps 5 and 6;
-//  8. with a StateDir, the serial and digest are recorded, atomically,
-//     when they differ from the recorded ones, and only after every check
-//     passed.
+//  8. opts.Accept, when set, is asked, and its error refuses the table;
+//  9. with a StateDir, unless ReadOnly, the serial and digest are
+//     recorded, atomically, when they differ from the recorded ones, and
+//     only after every check passed.
 //
 // Errors other than refusals (an unreadable or corrupt state file, a
 // missing state directory, no trusted keys) are returned as they are; they
@@ -222,7 +232,12 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 	if loadErr != nil {
 		return nil, nil, refuse(ErrInvalidTable, loadErr)
 	}
-	if statePath != "" && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest) {
+	if opts.Accept != nil {
+		if err := opts.Accept(t); err != nil {
+			return nil, nil, err
+		}
+	}
+	if statePath != "" && !opts.ReadOnly && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest) {
 		if err := writeState(statePath, acceptedState{Digest: src.Digest, Serial: src.Serial}); err != nil {
 			return nil, nil, err
 		}

@@ -390,6 +390,25 @@ func TestLoadVerifiedRollback(t *testing.T) {
 			t.Fatalf("%s: a refused table changed the state: %s", name, readState())
 		}
 	}
+	// A table the caller refuses (Accept) records nothing, and neither
+	// does a read-only check of a table it would accept.
+	callerSays := errors.New("the gateway cannot enforce it")
+	opts.Accept = func(*runtime.Table) error { return callerSays }
+	if _, err := load(signed(9, "")); !errors.Is(err, callerSays) {
+		t.Fatalf("refused by Accept: err = %v", err)
+	}
+	opts.Accept = nil
+	opts.ReadOnly = true
+	if _, err := load(signed(9, "")); err != nil {
+		t.Fatalf("read-only: %v", err)
+	}
+	if _, err := load(signed(5, "")); !errors.Is(err, runtime.ErrRollback) {
+		t.Fatalf("read-only, serial 5 after 7: err = %v", err)
+	}
+	if readState() != before {
+		t.Fatalf("Accept's refusal or a read-only load changed the state: %s", readState())
+	}
+	opts.ReadOnly = false
 
 	// A corrupt state file stops loading (fail closed) and is left as is.
 	if err := os.WriteFile(state, []byte("{\"serial\": \"7\"}"), 0o600); err != nil {

@@ -118,7 +118,7 @@ func newStack(t testing.TB, gate *Gate, policy string) *stack {
 	s.table.Store(compileTable(t, policy, 1))
 	cfg := gateway.Config{
 		Upstreams:   []gateway.Upstream{{Name: "github", Dial: s.up.dial}},
-		Tables:      func() (*runtime.Table, error) { return s.table.Load(), nil },
+		Tables:      func(func(*runtime.Table) error) (*runtime.Table, error) { return s.table.Load(), nil },
 		Log:         s.log,
 		CallTimeout: 10 * time.Second,
 	}

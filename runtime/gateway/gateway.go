@@ -50,8 +50,12 @@ type Config struct {
 	Upstreams []Upstream
 	// Tables returns the table to serve, at boot and on every Reload. In a
 	// deployment it reads the signed envelope and calls
-	// runtime.LoadVerified; an error means no table.
-	Tables func() (*runtime.Table, error)
+	// runtime.LoadVerified; an error means no table. accept is the
+	// gateway's own judgement of a table (can it enforce it, may it
+	// replace the serving one): a loader that records anything about the
+	// tables it loads (the rollback state) must call it first, and record
+	// nothing when it refuses. The gateway judges the table again itself.
+	Tables func(accept func(*runtime.Table) error) (*runtime.Table, error)
 	// Approvals decides tool calls the table holds for approval. Nil means
 	// none: New and Reload then refuse a table with approval rules for any
 	// configured upstream.
@@ -203,13 +207,6 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 		return nil, nil, err
 	}
 	cfg.setDefaults()
-	t, err := cfg.Tables()
-	if err == nil && t == nil {
-		err = errors.New("the table loader returned no table")
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("no table to serve, so no service: %w", err)
-	}
 	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*mcp.Server{}}
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -217,6 +214,20 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 	g.sdkLogger = slog.New(minLevel{g.logger.Handler(), slog.LevelWarn})
 	if g.now == nil {
 		g.now = time.Now
+	}
+	var refused error // the gateway's own refusal, through the loader
+	t, err := cfg.Tables(func(t *runtime.Table) error {
+		refused = g.enforceable(t)
+		return refused
+	})
+	if err == nil && t == nil {
+		err = errors.New("the table loader returned no table")
+	}
+	if err != nil {
+		if refused != nil && errors.Is(err, refused) {
+			return nil, nil, refused
+		}
+		return nil, nil, fmt.Errorf("no table to serve, so no service: %w", err)
 	}
 	if err := g.enforceable(t); err != nil {
 		return nil, nil, err
@@ -358,19 +369,18 @@ func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	cur := g.table.Load()
-	t, err := g.cfg.Tables()
-	if err == nil && t == nil {
+	var refused error // the gateway's own refusal, through the loader
+	t, err := g.cfg.Tables(func(t *runtime.Table) error {
+		refused = g.replaces(t, cur)
+		return refused
+	})
+	switch {
+	case err != nil && refused != nil && errors.Is(err, refused):
+		err = refused
+	case err == nil && t == nil:
 		err = errors.New("the table loader returned no table")
-	}
-	if err == nil {
-		switch {
-		case t.Serial() < cur.Serial():
-			err = fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", runtime.ErrRollback, t.Serial(), cur.Serial())
-		case t.Serial() == cur.Serial() && t.Digest() != cur.Digest():
-			err = fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
-		default:
-			err = g.enforceable(t)
-		}
+	case err == nil:
+		err = g.replaces(t, cur)
 	}
 	if err != nil {
 		g.logger.Error("reload refused; the previous table keeps serving", "error", err.Error(), "table_serial", cur.Serial(), "table_digest", cur.Digest())
@@ -384,6 +394,19 @@ func (g *Gateway) Reload() error {
 	g.logger.Info("table reloaded", "table_serial", t.Serial(), "table_digest", t.Digest(), "previous_serial", cur.Serial())
 	g.listsChanged(listAll)
 	return nil
+}
+
+// replaces reports why t may not replace cur, the serving table, or nil.
+// A table with cur's serial must be cur, or cur re-signed with another
+// expiry (a renewal); any other change must carry a newer serial.
+func (g *Gateway) replaces(t, cur *runtime.Table) error {
+	switch {
+	case t.Serial() < cur.Serial():
+		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", runtime.ErrRollback, t.Serial(), cur.Serial())
+	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.Renews(t.Source(), cur.Source()):
+		return fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
+	}
+	return g.enforceable(t)
 }
 
 // Close stops the upstreams and waits for their supervisors.

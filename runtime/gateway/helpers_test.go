@@ -91,8 +91,8 @@ func loadTable(t testing.TB, src string, serial uint64) *runtime.Table {
 }
 
 // fixed returns a table loader that always hands out rt.
-func fixed(rt *runtime.Table) func() (*runtime.Table, error) {
-	return func() (*runtime.Table, error) { return rt, nil }
+func fixed(rt *runtime.Table) func(func(*runtime.Table) error) (*runtime.Table, error) {
+	return func(func(*runtime.Table) error) (*runtime.Table, error) { return rt, nil }
 }
 
 // memLog is a decision log that keeps the records.
@@ -382,13 +382,13 @@ func (s signer) sign(t testing.TB, tb *table.Table) []byte {
 
 // verifiedLoader is what the command wires: read the envelope file, verify
 // it against the trusted keys, keep state in stateDir.
-func verifiedLoader(path string, trusted []ed25519.PublicKey, stateDir string) func() (*runtime.Table, error) {
-	return func() (*runtime.Table, error) {
+func verifiedLoader(path string, trusted []ed25519.PublicKey, stateDir string) func(func(*runtime.Table) error) (*runtime.Table, error) {
+	return func(accept func(*runtime.Table) error) (*runtime.Table, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
-		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir})
+		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept})
 		return t, err
 	}
 }

@@ -71,9 +71,21 @@ func TestReload(t *testing.T) {
 		}
 	})
 
+	state := func() string {
+		b, err := os.ReadFile(filepath.Join(stateDir, runtime.StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
 	refused := func(t *testing.T, want error, wantText string) {
 		t.Helper()
-		before := tg.Table()
+		before, recorded := tg.Table(), state()
+		defer func() {
+			if now := state(); now != recorded {
+				t.Errorf("a refused table changed the recorded state from %s to %s", recorded, now)
+			}
+		}()
 		err := tg.Reload()
 		if err == nil || (want != nil && !errors.Is(err, want)) || !strings.Contains(err.Error(), wantText) {
 			t.Errorf("Reload: got %v, want a refusal matching %v containing %q", err, want, wantText)
@@ -140,6 +152,29 @@ func TestReload(t *testing.T) {
 			t.Errorf("reloading the serving table: %v", err)
 		}
 	})
+	t.Run("renewed expiry", func(t *testing.T) {
+		// CI re-signs the same commit before the expiry lapses: the same
+		// serial, a new expiry, so a new digest. That is a renewal.
+		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, stateDir)
+		tb := policytest.Compile(t, denyEcho, 11)
+		tb.Expires = time.Now().Add(30 * 24 * time.Hour).UTC().Format(time.RFC3339)
+		write(key.sign(t, tb))
+		before := tg.Table().Digest()
+		if err := tg.Reload(); err != nil {
+			t.Fatalf("reloading a renewed table: %v", err)
+		}
+		if got := tg.Table(); got.Serial() != 11 || got.Digest() == before {
+			t.Errorf("serving serial %d digest %s; want the renewed table", got.Serial(), got.Digest())
+		}
+		if !strings.Contains(state(), tg.Table().Digest()) {
+			t.Errorf("the state does not record the renewed table: %s", state())
+		}
+		// A renewal that also changes a rule is a change: refused.
+		tb = policytest.Compile(t, testPolicy, 11)
+		tb.Expires = time.Now().Add(60 * 24 * time.Hour).UTC().Format(time.RFC3339)
+		write(key.sign(t, tb))
+		refused(t, nil, "must carry a newer serial")
+	})
 }
 
 func TestBootRefusals(t *testing.T) {
@@ -152,7 +187,7 @@ func TestBootRefusals(t *testing.T) {
 	}
 	t.Run("no table", func(t *testing.T) {
 		cfg := base()
-		cfg.Tables = func() (*runtime.Table, error) { return nil, os.ErrNotExist }
+		cfg.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return nil, os.ErrNotExist }
 		if _, err := New(ctx, cfg); err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no table to serve") {
 			t.Errorf("New without a table: %v", err)
 		}
@@ -327,7 +362,7 @@ func TestApprovalRecheckAfterReload(t *testing.T) {
 	var tg *testGateway
 	var recheckErr error
 	tg = startGateway(t, func(c *Config) {
-		c.Tables = func() (*runtime.Table, error) { return current.Load(), nil }
+		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return current.Load(), nil }
 		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
 			if req.Recheck() != nil {
 				t.Error("Recheck refused before the reload")
@@ -401,7 +436,7 @@ func TestConfigCheck(t *testing.T) {
 	current.Store(loadTable(t, testPolicy, 1))
 	calls := 0
 	tg := startGateway(t, func(c *Config) {
-		c.Tables = func() (*runtime.Table, error) { return current.Load(), nil }
+		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return current.Load(), nil }
 		c.Check = func(tb *runtime.Table) error {
 			calls++
 			if tb.Serial() == 2 {

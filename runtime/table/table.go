@@ -246,6 +246,20 @@ func Encode(t *Table) ([]byte, error) {
 	return marshal(t)
 }
 
+// Renews reports whether t is old re-signed with another expiry: equal in
+// every field but the expiry and the digest (which covers the expiry).
+func Renews(t, old *Table) bool {
+	a, b := *t, *old
+	a.Expires, a.Digest = "", ""
+	b.Expires, b.Digest = "", ""
+	ea, err := marshal(&a)
+	if err != nil {
+		return false
+	}
+	eb, err := marshal(&b)
+	return err == nil && bytes.Equal(ea, eb)
+}
+
 func marshal(t *Table) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

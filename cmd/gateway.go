@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -509,8 +510,14 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		for i := range ev.Diagnostics {
 			ev.Diagnostics[i].Code = compiler.CodeGatewayConfig
 			wholeUnits(&ev.Diagnostics[i], ev.Value)
+			valueWording(&ev.Diagnostics[i])
 		}
-		return nil, gatewayDiagnostics(stderr, dir, ev.Diagnostics, o.use)
+		// A value refused by each branch of an enum is one problem, now
+		// worded once.
+		ds := slices.CompactFunc(ev.Diagnostics, func(a, b compiler.Diagnostic) bool {
+			return a.Pos == b.Pos && a.Message == b.Message
+		})
+		return nil, gatewayDiagnostics(stderr, dir, ds, o.use)
 	}
 	var file gatewayFile
 	if err := ev.Value.Decode(&file); err != nil {
@@ -689,13 +696,29 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			OnceWindow:       seconds(a.ApproveOnceWindowSeconds, defaultOnceWindow),
 			ProgressInterval: seconds(a.ProgressIntervalSeconds, defaultProgressInterval),
 		}
-		for name, o := range a.Servers {
-			s.gate.Servers[name] = approval.ServerOptions{MaxDuration: o.MaxApproval, NoPreview: o.Preview != nil && !*o.Preview}
+		upstreams := slices.Sorted(maps.Keys(file.Upstreams))
+		for _, name := range slices.Sorted(maps.Keys(a.Servers)) {
+			so := a.Servers[name]
+			// A server that is not an upstream would take the settings
+			// silently: a misspelt preview: false would leave previews on.
+			if _, ok := file.Upstreams[name]; !ok {
+				hint := "name a server of upstreams: " + strings.Join(upstreams, ", ")
+				if near := compiler.Suggest(name, upstreams); near != "" {
+					hint = fmt.Sprintf("did you mean %q? The upstreams: %s", near, strings.Join(upstreams, ", "))
+				}
+				bad("approvals.servers."+name, fmt.Sprintf("%q is not an upstream: its settings would apply to nothing", name), hint)
+				continue
+			}
+			s.gate.Servers[name] = approval.ServerOptions{MaxDuration: so.MaxApproval, NoPreview: so.Preview != nil && !*so.Preview}
 		}
 		// A pull sends no webhook: the secret need not be set for it.
 		if a.WebhookSecretEnv != "" && o.use == forGateway {
 			secret := os.Getenv(a.WebhookSecretEnv)
-			if len(secret) < 16 {
+			switch {
+			case secret == "":
+				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes and is not set in %s", a.WebhookSecretEnv, envWhere),
+					envWhen+", e.g. with: openssl rand -hex 32 (webhook receivers verify deliveries with the same secret)")
+			case len(secret) < 16:
 				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", a.WebhookSecretEnv, len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
 			}
 			s.gate.Webhook.Secret = []byte(secret)
@@ -715,6 +738,12 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 				s.admin.ClientTokens[hash] = p
 			}
 			names := slices.Sorted(maps.Keys(ad.Approvers))
+			if len(names) == 0 {
+				// The listener would refuse to start, after the upstreams
+				// were connected: say it while reading, for --check too.
+				bad("approvals.admin.approvers", "no approver: the approvals page and the admin API admit approvers only, so no one could decide a held call",
+					`add an approver with the SHA-256 of its token, e.g. approvers: carol: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or remove admin`)
+			}
 			for _, n := range names {
 				key := "approvals.admin.approvers." + n + ".token_sha256"
 				if len(ad.Approvers[n].TokenSHA256) == 0 {
@@ -868,6 +897,177 @@ func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
 		}
 	}
 	d.Suggestion = fmt.Sprintf("write an integer, without a decimal point or quotes, e.g. %s: %d", key, n)
+}
+
+// The schema's patterns (schema/gateway.cue) whose bounds valueWording
+// rewords.
+const (
+	boundSHA256  = `=~"^[0-9a-f]{64}$"`
+	boundURL     = `=~"^https?://"`
+	boundEnvName = `=~"^[A-Za-z_][A-Za-z0-9_]*$"`
+)
+
+var (
+	boundRE    = regexp.MustCompile(`^invalid value (".*") \(out of bound (.+)\)$`)
+	mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (.+) \(mismatched types (\w+) and (\w+)\)$`)
+	badNameRE  = regexp.MustCompile(`^(".*") is not a valid name$`)
+)
+
+// maxApprovals are the values of approvals.servers.NAME.max_approval.
+const maxApprovals = `"once", "1h", "8h" or "7d"`
+
+// valueWording rewords CUE's refusal of a value (a pattern's bound, a
+// type) as what the key needs and how to write it. The value of a
+// token_sha256 is never repeated: it may be the token itself.
+func valueWording(d *compiler.Diagnostic) {
+	raw := strings.TrimPrefix(d.Message, d.Path+": ")
+	key := d.Path[strings.LastIndex(d.Path, ".")+1:]
+	if i := strings.IndexByte(key, '['); i >= 0 {
+		key = key[:i]
+	}
+	if m := boundRE.FindStringSubmatch(raw); m != nil {
+		v, err := strconv.Unquote(m[1])
+		if err != nil {
+			return
+		}
+		switch m[2] {
+		case boundSHA256:
+			d.Message, d.Suggestion = tokenHashWording(d.Path, v)
+		case boundURL:
+			d.Message = fmt.Sprintf("%s: %q must start with http:// or https://", d.Path, v)
+			d.Suggestion = "the gateway speaks HTTP: give an http:// or https:// URL"
+			if !strings.Contains(v, "://") {
+				d.Suggestion = fmt.Sprintf("write %s: %q", key, "https://"+v)
+			}
+		case boundEnvName:
+			if strings.HasSuffix(d.Path, "]") {
+				key = ""
+			}
+			d.Message, d.Suggestion = envNameWording(d.Path, key, v)
+		}
+		return
+	}
+	if m := badNameRE.FindStringSubmatch(raw); m != nil && strings.HasPrefix(d.Path, "upstreams.") {
+		// An env key is a variable's name, not a policy name.
+		if v, err := strconv.Unquote(m[1]); err == nil && strings.HasSuffix(d.Path, ".env."+v) {
+			d.Message, d.Suggestion = envNameWording(d.Path, "", v)
+		}
+		return
+	}
+	m := mismatchRE.FindStringSubmatch(raw)
+	if m == nil {
+		return
+	}
+	// One side is the schema's (a kind, a list or pattern type); the
+	// other is the value written.
+	schemaSide := func(s, kind string) bool {
+		return s == kind || strings.HasPrefix(s, "[...") || strings.HasPrefix(s, "=~") || strings.HasPrefix(s, "#")
+	}
+	given, givenKind, want := m[1], m[3], m[4]
+	if schemaSide(m[1], m[3]) {
+		given, givenKind, want = m[2], m[4], m[3]
+	}
+	switch givenKind {
+	case "list", "struct":
+		given = "a " + givenKind
+	}
+	if key == "token_sha256" && givenKind == "string" {
+		given = "a string"
+	}
+	switch {
+	case key == "max_approval":
+		if strings.HasPrefix(given, `"`) {
+			return // the compiler lists the allowed values
+		}
+		d.Message = fmt.Sprintf("%s: one of %s is required, not %s", d.Path, maxApprovals, given)
+		d.Suggestion = `write it in quotes, e.g. max_approval: "8h"`
+	case want == "bool":
+		d.Message = fmt.Sprintf("%s: true or false is required, not %s", d.Path, given)
+		d.Suggestion = fmt.Sprintf("write %s: true or %s: false, without quotes", key, key)
+		if given == `"true"` || given == `"false"` {
+			d.Suggestion = fmt.Sprintf("write %s: %s, without quotes", key, strings.Trim(given, `"`))
+		}
+	case want == "string":
+		d.Message = fmt.Sprintf("%s: a string in double quotes is required, not %s", d.Path, given)
+		switch key {
+		case "url", "public_url":
+			d.Message = fmt.Sprintf("%s: an http:// or https:// URL in double quotes is required, not %s", d.Path, given)
+			d.Suggestion = fmt.Sprintf(`for example %s: "https://gateway.internal:8443"`, key)
+		case "address":
+			d.Message = fmt.Sprintf("%s: host:port in double quotes is required, not %s", d.Path, given)
+			d.Suggestion = `for example address: "127.0.0.1:8443"`
+			if strings.HasPrefix(d.Path, "front.") {
+				d.Suggestion = `for example address: "127.0.0.1:8080"`
+			}
+		default:
+			// An env value is a string like any other: the number as
+			// written is what it means.
+			if strings.Contains(d.Path, ".env.") && givenKind != "list" && givenKind != "struct" {
+				d.Suggestion = fmt.Sprintf("write it in quotes: %s: %q", key, given)
+			}
+		}
+	case want == "list":
+		d.Message = fmt.Sprintf("%s: a list in brackets is required, not %s", d.Path, given)
+		v, err := strconv.Unquote(given)
+		switch {
+		case key == "token_sha256":
+			d.Suggestion = `write it in brackets: token_sha256: ["<64 hex digits>", ...]`
+		case err != nil:
+		case key == "command":
+			d.Suggestion = fmt.Sprintf("write the program and each argument as an element: command: %s", quotedList(strings.Fields(v)))
+		default:
+			d.Suggestion = fmt.Sprintf("write it in brackets: %s: %s", key, quotedList([]string{v}))
+		}
+	}
+}
+
+// tokenHashWording says why a token_sha256 is refused, without repeating
+// it, and how to compute one.
+func tokenHashWording(path, v string) (msg, suggestion string) {
+	const how = `compute it with: printf %s "$TOKEN" | sha256sum (the 64 digits before " -"); the token itself is never written in the configuration`
+	hex := v != "" && strings.Trim(strings.ToLower(v), "0123456789abcdef") == ""
+	switch {
+	case hex && len(v) == 64:
+		// Uppercase is refused rather than folded: the hash is compared
+		// as written, and a hash is one spelling everywhere.
+		return path + ": a token hash is written in lowercase hex; this one has uppercase letters", "write it in lowercase, as sha256sum prints it"
+	case hex:
+		return fmt.Sprintf("%s: not the hex SHA-256 of a token: it has %d hex digits, a SHA-256 has 64", path, len(v)), how
+	}
+	return path + ": not the hex SHA-256 of a token (64 lowercase hex digits); the token itself, or a placeholder, is refused", how
+}
+
+// envNameWording says why v is not the name of an environment variable,
+// and suggests the name it may mean. key is the key to write it under,
+// "" for a list element or an env key.
+func envNameWording(path, key, v string) (msg, suggestion string) {
+	msg = fmt.Sprintf("%s: %q is not the name of an environment variable: letters, digits and '_', not starting with a digit", path, v)
+	name := strings.Map(func(r rune) rune {
+		if r == '_' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' {
+			return r
+		}
+		return '_'
+	}, strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "$"), "{"), "}"))
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return msg, ""
+	}
+	write := strconv.Quote(name)
+	if key != "" {
+		write = key + ": " + write
+	}
+	if strings.HasPrefix(v, "$") {
+		return msg, "give the variable's name, without $: " + write
+	}
+	return msg, "for example " + write
+}
+
+// quotedList writes strings as a CUE list.
+func quotedList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 // readConfigFiles reads a configuration directory's .cue files, or one

@@ -482,3 +482,37 @@ func TestCrossSideTokens(t *testing.T) {
 		t.Errorf("MCP token on the approvals page: %d", st)
 	}
 }
+
+// A gateway that stops while a call is held tells the agent so, not that
+// no one decided in time.
+func TestGatewayStopEndsHold(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 1}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(gate.List(Filter{Status: Pending})) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the call was never held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	gate.Close()
+	var res *mcp.CallToolResult
+	select {
+	case res = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call was not answered when the gate stopped")
+	}
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "the hold ended before anyone decided: the gateway stopped") || strings.Contains(text, "no one decided within") {
+		t.Errorf("answer to a call held when the gateway stopped: %s", text)
+	}
+}

@@ -386,6 +386,9 @@ func (e *entry) grantKey() grantKey {
 	return grantKey{e.r.Kind, e.r.Principal, e.r.Server, name}
 }
 
+// noDecision is why a request that reached its timeout expired.
+const noDecision = "no one decided in time"
+
 // Close stops the gate: requests still pending end as expired, their held
 // calls are answered, deliveries stop, and the store is closed.
 func (g *Gate) Close() error {
@@ -613,7 +616,7 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if e.r.Status == Pending {
-			g.expireLocked(e, "no one decided in time")
+			g.expireLocked(e, noDecision)
 		}
 	})
 	g.logger.Info("approval requested", "id", r.ID, "kind", string(r.Kind), "principal", r.Principal, "server", r.Server, "tool", r.Tool, "uri", r.URI, "channel", ch.Name, "expires", r.Expires)
@@ -1024,7 +1027,7 @@ func (g *Gate) decidableLocked(e *entry, now time.Time) error {
 		return refuse(ErrExpired, "request %s expired at %s (%s); the call did not run", r.ID, r.Ended.UTC().Format(time.RFC3339), r.End)
 	}
 	if !now.Before(r.Expires) {
-		g.expireLocked(e, "no one decided in time")
+		g.expireLocked(e, noDecision)
 		return refuse(ErrExpired, "request %s expired at %s; the call did not run", r.ID, r.Expires.UTC().Format(time.RFC3339))
 	}
 	if len(e.waiters) == 0 {

@@ -32,6 +32,9 @@ func (a approvals) Hold(ctx context.Context, req *gateway.HoldRequest) (gateway.
 		v.Outcome = gateway.OutcomeDenied
 	case AnswerTimedOut:
 		v.Outcome = gateway.OutcomeTimedOut
+		if o.Reason == noDecision {
+			v.Reason = "" // the plain timeout: the gateway says it in its own words
+		}
 	case AnswerDuplicate:
 		v.Outcome = gateway.OutcomeDuplicate
 	default:

@@ -91,7 +91,8 @@ const (
 	// OutcomeDenied: a human denied the call.
 	OutcomeDenied Outcome = iota
 	// OutcomeTimedOut: no one decided in time (as is an error wrapping
-	// context.DeadlineExceeded).
+	// context.DeadlineExceeded). With a Reason, the hold ended undecided
+	// before its timeout, for that reason (the gateway stopped).
 	OutcomeTimedOut
 	// OutcomeDuplicate: the call was identical to others held for the same
 	// request, which was approved once; the approval went to one of them,

@@ -482,6 +482,9 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 		}
 		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and %s denied it%s. It did not run. %s; tell the user it was denied.", name, req, who, why, dontRouteAround)
 	case "timeout":
+		if v.Reason != "" {
+			return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s, and the hold ended before anyone decided: %s. It did not run. %s; tell the user.", name, req, v.Reason, dontRouteAround)
+		}
 		ask := "ask the user to have it approved"
 		if v.RequestID != "" {
 			ask = "tell the user that approval request " + v.RequestID + " was not decided in time"

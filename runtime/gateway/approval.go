@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -220,4 +221,58 @@ func readObject(dec *json.Decoder, depth int) (map[string]any, error) {
 func Fingerprint(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// heldCalls ends the holds of an HTTP session that its client deletes.
+// The SDK closes a deleted session only once its calls are answered, and
+// a held call waits for a human: without this, the client's DELETE would
+// wait as long as the hold, for an answer nobody will read.
+type heldCalls struct {
+	mu    sync.Mutex
+	next  uint64
+	holds map[string]map[uint64]heldCall // session id → holds
+}
+
+type heldCall struct {
+	principal string
+	end       context.CancelFunc
+}
+
+// add records a hold of session for principal, ended by end; the returned
+// func removes it.
+func (h *heldCalls) add(session, principal string, end context.CancelFunc) (remove func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.holds == nil {
+		h.holds = map[string]map[uint64]heldCall{}
+	}
+	if h.holds[session] == nil {
+		h.holds[session] = map[uint64]heldCall{}
+	}
+	h.next++
+	id := h.next
+	h.holds[session][id] = heldCall{principal, end}
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.holds[session], id)
+		if len(h.holds[session]) == 0 {
+			delete(h.holds, session)
+		}
+	}
+}
+
+// end ends the holds of session that principal's calls made: only the
+// session's own principal can end them, as only it can delete the session.
+func (h *heldCalls) end(session, principal string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.holds[session] {
+		if c.principal == principal {
+			c.end()
+			n++
+		}
+	}
+	return n
 }

@@ -429,6 +429,9 @@ type HTTPOptions struct {
 	IdleTimeout time.Duration
 }
 
+// sessionIDHeader is the streamable HTTP transport's session header.
+const sessionIDHeader = "Mcp-Session-Id"
+
 // HTTPHandler returns the streamable HTTP front. A session belongs to the
 // principal whose token opened it; the SDK refuses its session id under any
 // other token.
@@ -470,5 +473,17 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		return g.serverFor(ti.UserID)
 	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: idle})
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h), nil
+	// A client that deletes its session ends the calls it holds for
+	// approval first: the SDK answers the DELETE once the session's calls
+	// are answered. Only the session's principal can, as only it can
+	// delete the session.
+	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				g.held.end(id, ti.UserID)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
 }

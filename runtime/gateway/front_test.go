@@ -298,3 +298,73 @@ principals: "carol@example.com": mcp_servers: github: access: tool: deny_list: [
 		t.Error("a principal name with a space was accepted")
 	}
 }
+
+// An HTTP client that deletes its session while a call is held ends the
+// hold: the DELETE is answered at once, not when the hold times out. A
+// DELETE of that session by another principal ends nothing.
+func TestHTTPDeleteEndsHolds(t *testing.T) {
+	held := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			held <- struct{}{}
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return Verdict{}, ctx.Err()
+		})
+	})
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice", tokenHash("bob-token"): "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"n": 1}})
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	del := func(token string) *http.Response {
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set(sessionIDHeader, cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	// Bob's DELETE of alice's session is refused, and her call stays held.
+	if resp := del("bob-token"); resp.StatusCode < 400 {
+		t.Errorf("bob deleted alice's session: %s", resp.Status)
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("bob's DELETE ended alice's hold (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	start := time.Now()
+	if resp := del("alice-token"); resp.StatusCode >= 400 {
+		t.Errorf("DELETE of her own session: %s", resp.Status)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the DELETE waited %s", d)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the hold ended with %v, want cancelled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the DELETE did not end the hold")
+	}
+}

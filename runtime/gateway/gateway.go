@@ -152,6 +152,8 @@ type Gateway struct {
 	progress  sync.Map // gateway progress token (string) → progressTarget
 	nextToken atomic.Uint64
 
+	held heldCalls // the holds of each HTTP session, to end when it does
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

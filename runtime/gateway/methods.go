@@ -428,6 +428,10 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		err = errors.New("no approval gate is configured")
 	} else {
 		hctx, cancel := context.WithTimeout(ctx, timeout)
+		if req.Session != "" {
+			remove := g.held.add(req.Session, principal, cancel)
+			defer remove()
+		}
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
 		case err == nil && v.Approved:
@@ -446,6 +450,8 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			verdict = "denied"
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			verdict = "timeout"
+		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+			err = errors.New("the client ended its session")
 		}
 		cancel()
 	}

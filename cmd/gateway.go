@@ -713,9 +713,9 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		}
 		// A pull sends no webhook: the secret need not be set for it.
 		if a.WebhookSecretEnv != "" && o.use == forGateway {
-			secret := os.Getenv(a.WebhookSecretEnv)
+			secret, set := os.LookupEnv(a.WebhookSecretEnv)
 			switch {
-			case secret == "":
+			case !set:
 				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes and is not set in %s", a.WebhookSecretEnv, envWhere),
 					envWhen+", e.g. with: openssl rand -hex 32 (webhook receivers verify deliveries with the same secret)")
 			case len(secret) < 16:
@@ -925,6 +925,12 @@ func valueWording(d *compiler.Diagnostic) {
 	if i := strings.IndexByte(key, '['); i >= 0 {
 		key = key[:i]
 	}
+	if key == "token_sha256" && strings.Contains(raw, "the only allowed value is") {
+		// Two places give the list different values; neither is shown.
+		d.Message = d.Path + ": set in two places to different values"
+		d.Suggestion = "give each token_sha256 list once, in one file"
+		return
+	}
 	if m := boundRE.FindStringSubmatch(raw); m != nil {
 		v, err := strconv.Unquote(m[1])
 		if err != nil {
@@ -1041,24 +1047,41 @@ func tokenHashWording(path, v string) (msg, suggestion string) {
 // and suggests the name it may mean. key is the key to write it under,
 // "" for a list element or an env key.
 func envNameWording(path, key, v string) (msg, suggestion string) {
-	msg = fmt.Sprintf("%s: %q is not the name of an environment variable: letters, digits and '_', not starting with a digit", path, v)
-	name := strings.Map(func(r rune) rune {
-		if r == '_' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' {
-			return r
+	// The value is never repeated: what was written where a variable's
+	// name belongs is often the secret the variable should hold.
+	msg = fmt.Sprintf("%s: not the name of an environment variable (letters, digits and '_', not starting with a digit)", path)
+	name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "$"), "{"), "}")
+	if strings.HasPrefix(v, "$") && validEnvName(name) {
+		write := strconv.Quote(name)
+		if key != "" {
+			write = key + ": " + write
 		}
-		return '_'
-	}, strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "$"), "{"), "}"))
-	if name == "" || name[0] >= '0' && name[0] <= '9' {
-		return msg, ""
-	}
-	write := strconv.Quote(name)
-	if key != "" {
-		write = key + ": " + write
-	}
-	if strings.HasPrefix(v, "$") {
 		return msg, "give the variable's name, without $: " + write
 	}
-	return msg, "for example " + write
+	// A name in capitals with a '-' or '.' for a '_' is a misspelt name;
+	// anything else may be a value, and nothing is built from it.
+	if upperName.MatchString(v) {
+		fixed := strings.NewReplacer("-", "_", ".", "_").Replace(v)
+		if validEnvName(fixed) {
+			write := strconv.Quote(fixed)
+			if key != "" {
+				write = key + ": " + write
+			}
+			return msg, "for example " + write
+		}
+	}
+	return msg, "if this is the secret itself, move it to the gateway's environment and give the variable's name here (and rotate it if this file is shared)"
+}
+
+var upperName = regexp.MustCompile(`^[A-Z][A-Z0-9_.-]{0,63}$`)
+
+func validEnvName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // quotedList writes strings as a CUE list.

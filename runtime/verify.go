@@ -102,7 +102,8 @@ type VerifyOptions struct {
 	// its error refuses the table, before anything is recorded. A gateway
 	// passes the checks it makes of a table beyond verification (that it
 	// can enforce it, that it may replace the serving one), so that a
-	// table it refuses never advances the state.
+	// table it refuses never advances the state. It runs before the
+	// table's automata are built: Accept must not wait for Table.Ready.
 	Accept func(*Table) error
 }
 

@@ -386,8 +386,13 @@ func (e *entry) grantKey() grantKey {
 	return grantKey{e.r.Kind, e.r.Principal, e.r.Server, name}
 }
 
-// noDecision is why a request that reached its timeout expired.
-const noDecision = "no one decided in time"
+// Why requests expire, when the gateway tells held calls in its own words.
+const (
+	// noDecision: the request reached its timeout.
+	noDecision = "no one decided in time"
+	// gatewayStopped: the gateway stopped while the request was pending.
+	gatewayStopped = "the gateway stopped"
+)
 
 // Close stops the gate: requests still pending end as expired, their held
 // calls are answered, deliveries stop, and the store is closed.
@@ -399,7 +404,7 @@ func (g *Gate) Close() error {
 	}
 	g.closed = true
 	for _, e := range g.pending {
-		g.expireLocked(e, "the gateway stopped")
+		g.expireLocked(e, gatewayStopped)
 	}
 	g.mu.Unlock()
 	g.cancel()
@@ -872,13 +877,13 @@ func (g *Gate) leave(e *entry, w *waiter, recheck func() error) Outcome {
 	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
 	o := g.outcome(e)
 	o.Answer = AnswerTimedOut
-	o.Reason = "no one decided in time"
+	o.Reason = noDecision
 	if !errors.Is(w.ctx.Err(), context.DeadlineExceeded) {
 		o.Reason = "the call ended before a decision"
 	}
 	if e.r.Status == Pending && len(e.waiters) == 0 {
 		why := o.Reason
-		if why != "no one decided in time" {
+		if why != noDecision {
 			why = "every call held for it ended before a decision"
 		}
 		g.expireLocked(e, why)

@@ -32,8 +32,10 @@ func (a approvals) Hold(ctx context.Context, req *gateway.HoldRequest) (gateway.
 		v.Outcome = gateway.OutcomeDenied
 	case AnswerTimedOut:
 		v.Outcome = gateway.OutcomeTimedOut
-		if o.Reason == noDecision {
-			v.Reason = "" // the plain timeout: the gateway says it in its own words
+		if o.Reason != gatewayStopped {
+			// A timeout, however it was reached: the gateway says so in
+			// its own words. Only a stop is told as such.
+			v.Reason = ""
 		}
 	case AnswerDuplicate:
 		v.Outcome = gateway.OutcomeDuplicate

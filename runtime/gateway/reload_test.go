@@ -137,6 +137,7 @@ func TestReload(t *testing.T) {
 		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, "")
 		write(key.sign(t, policytest.Compile(t, testPolicy, 10)))
 		refused(t, runtime.ErrRollback, "older than serial 11, which is serving")
+		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, stateDir)
 	})
 	t.Run("same serial, other content", func(t *testing.T) {
 		write(key.sign(t, policytest.Compile(t, testPolicy, 11)))
@@ -169,6 +170,14 @@ func TestReload(t *testing.T) {
 		if !strings.Contains(state(), tg.Table().Digest()) {
 			t.Errorf("the state does not record the renewed table: %s", state())
 		}
+		// Going back to an earlier expiry, or to none, is not a renewal:
+		// it would undo a shortened expiry with an older envelope.
+		earlier := policytest.Compile(t, denyEcho, 11)
+		earlier.Expires = time.Now().Add(10 * 24 * time.Hour).UTC().Format(time.RFC3339)
+		write(key.sign(t, earlier))
+		refused(t, nil, "a renewal must extend it")
+		write(key.sign(t, policytest.Compile(t, denyEcho, 11)))
+		refused(t, nil, "a renewal must extend it")
 		// A renewal that also changes a rule is a change: refused.
 		tb = policytest.Compile(t, testPolicy, 11)
 		tb.Expires = time.Now().Add(60 * 24 * time.Hour).UTC().Format(time.RFC3339)

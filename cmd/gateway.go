@@ -508,9 +508,18 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		// The policy codes (unknown-key, type-error, ...) and their pages
 		// speak of policy files; here they are the configuration's.
 		for i := range ev.Diagnostics {
-			ev.Diagnostics[i].Code = compiler.CodeGatewayConfig
-			wholeUnits(&ev.Diagnostics[i], ev.Value)
-			valueWording(&ev.Diagnostics[i])
+			d := &ev.Diagnostics[i]
+			d.Code = compiler.CodeGatewayConfig
+			wholeUnits(d, ev.Value)
+			valueWording(d)
+			if strings.HasSuffix(d.Message, "field is required but not present") {
+				// A missing key has no position of its own: name the file.
+				d.Message = d.Path + ": required, and not set"
+				d.Suggestion = "add " + d.Path + " (docs/gateway.md, Configuration, lists every key)"
+				if d.Pos.File == "" && len(files) == 1 {
+					d.Pos = compiler.Position{File: files[0].Name}
+				}
+			}
 		}
 		// A value refused by each branch of an enum is one problem, now
 		// worded once.

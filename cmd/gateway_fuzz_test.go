@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzGatewayConfig: whatever a gateway configuration holds, reading it
+// never panics, and a refusal is worded as the configuration's problem
+// (its diagnostics name the file), never an internal failure. The rewording
+// of CUE's errors slices paths and messages, which is what this exercises.
+func FuzzGatewayConfig(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("..", "examples", "team", "gateway", "gateway.cue"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	for _, s := range []string{
+		"package gateway\n",
+		"package gateway\ncall_timeout_seconds: 1.5\n",
+		"package gateway\nupstreams: web: {url: \"x\", bearer_token_env: \"$A-B\"}\n",
+		"package gateway\napprovals: admin: approvers: c: token_sha256: [\"s\"]\napprovals: admin: approvers: c: token_sha256: [\"t\"]\n",
+		"package gateway\nupstreams: \"a.b\": env: \"X-Y\": \"1\"\n",
+		"package gateway\nfront: http: principals: \"\": token_sha256: []\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "gateway.cue")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		s, err := readGatewayConfig(gatewayOptions{config: path, use: forPull}, &out)
+		if err == nil && s == nil {
+			t.Fatal("no configuration and no error")
+		}
+		if err != nil && out.Len() > 0 && !bytes.Contains(out.Bytes(), []byte("gateway.cue")) {
+			t.Fatalf("diagnostics that do not name the file: %s", out.String())
+		}
+	})
+}

@@ -626,7 +626,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			if u.BearerTokenEnv != "" {
 				tok := os.Getenv(u.BearerTokenEnv)
 				if tok == "" {
-					bad(key+".bearer_token_env", fmt.Sprintf("%s is not set in %s", u.BearerTokenEnv, envWhere), envWhen)
+					bad(key+".bearer_token_env", fmt.Sprintf("%s is not set in %s", varName(u.BearerTokenEnv), envWhere), envWhen)
 				}
 				up.Header = http.Header{"Authorization": {"Bearer " + tok}}
 			}
@@ -649,7 +649,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			for _, v := range u.PassEnv {
 				val, ok := os.LookupEnv(v)
 				if !ok {
-					bad(key+".pass_env", fmt.Sprintf("%s is not set in %s", v, envWhere), envWhen+", or remove it from pass_env")
+					bad(key+".pass_env", fmt.Sprintf("%s is not set in %s", varName(v), envWhere), envWhen+", or remove it from pass_env")
 				}
 				up.Env = append(up.Env, v+"="+val)
 			}
@@ -725,10 +725,10 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			secret, set := os.LookupEnv(a.WebhookSecretEnv)
 			switch {
 			case !set:
-				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes and is not set in %s", a.WebhookSecretEnv, envWhere),
+				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes and is not set in %s", varName(a.WebhookSecretEnv), envWhere),
 					envWhen+", e.g. with: openssl rand -hex 32 (webhook receivers verify deliveries with the same secret)")
 			case len(secret) < 16:
-				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", a.WebhookSecretEnv, len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
+				bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", varName(a.WebhookSecretEnv), len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
 			}
 			s.gate.Webhook.Secret = []byte(secret)
 		}
@@ -1082,7 +1082,21 @@ func envNameWording(path, key, v string) (msg, suggestion string) {
 	return msg, "if this is the secret itself, move it to the gateway's environment and give the variable's name here (and rotate it if this file is shared)"
 }
 
-var upperName = regexp.MustCompile(`^[A-Z][A-Z0-9_.-]{0,63}$`)
+var upperName = regexp.MustCompile(`^[A-Z][A-Z0-9_.-]{0,31}$`)
+
+// varName is how an error names the variable a *_env key gives: by its
+// name when that is written as variables' names are (capitals, digits and
+// '_'), else "the variable it names". A valid name can still be a secret
+// pasted in by mistake (ghp_..., whsec_...), and an error must not print
+// one.
+func varName(v string) string {
+	if conventionalName.MatchString(v) {
+		return v
+	}
+	return "the variable it names"
+}
+
+var conventionalName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 func validEnvName(s string) bool {
 	for i, r := range s {

@@ -2,6 +2,8 @@ package approval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -96,11 +98,25 @@ func (u *upstream) dial(ctx context.Context) (mcp.Transport, error) {
 // keeps none, so benchmarks do not grow it).
 type decisions struct {
 	n atomic.Int64
+
+	mu       sync.Mutex
+	verdicts []string // of approval records
 }
 
-func (d *decisions) Log(*gateway.Record) error {
+func (d *decisions) Log(r *gateway.Record) error {
 	d.n.Add(1)
+	if r.Op == gateway.OpApproval {
+		d.mu.Lock()
+		d.verdicts = append(d.verdicts, r.Verdict)
+		d.mu.Unlock()
+	}
 	return nil
+}
+
+func (d *decisions) approvalVerdicts() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.verdicts...)
 }
 
 // stack is a gateway in front of a counting upstream, with a gate.
@@ -514,5 +530,55 @@ func TestGatewayStopEndsHold(t *testing.T) {
 	text := resultText(res)
 	if !res.IsError || !strings.Contains(text, "the hold ended before anyone decided: the gateway stopped") || strings.Contains(text, "no one decided within") {
 		t.Errorf("answer to a call held when the gateway stopped: %s", text)
+	}
+}
+
+// An HTTP client that deletes its session while a call is held: the DELETE
+// is answered at once, the request ends with no call left waiting, and the
+// decision log says the client ended the session (not a timeout).
+func TestGatewaySessionDeleteEndsHold(t *testing.T) {
+	gate := openGate(t, "", pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	sum := sha256.Sum256([]byte("alice-token"))
+	h, err := s.gw.HTTPHandler(gateway.HTTPOptions{Tokens: map[string]string{hex.EncodeToString(sum[:]): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearerTransport{"alice-token", http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "2.1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 1}})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(gate.List(Filter{Status: Pending})) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the call was never held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	start := time.Now()
+	resp, err := (&http.Client{Transport: bearerTransport{"alice-token", http.DefaultTransport}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); resp.StatusCode >= 400 || d > 10*time.Second {
+		t.Fatalf("DELETE: %s after %s", resp.Status, d)
+	}
+	list := gate.List(Filter{})
+	if len(list) != 1 || list[0].Status != Expired || !strings.Contains(list[0].End, "ended before a decision") {
+		t.Errorf("request after the DELETE: %+v", list)
+	}
+	if v := s.log.approvalVerdicts(); len(v) != 1 || v[0] != "ended" {
+		t.Errorf("decision log verdicts %v, want [ended]", v)
+	}
+	if s.up.count("merge_pull_request") != 0 {
+		t.Error("the held call ran")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -428,12 +429,17 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		err = errors.New("no approval gate is configured")
 	} else {
 		hctx, cancel := context.WithTimeout(ctx, timeout)
+		var sessionEnded atomic.Bool
 		if req.Session != "" {
-			remove := g.held.add(req.Session, principal, cancel)
+			remove := g.held.add(req.Session, principal, func() { sessionEnded.Store(true); cancel() })
 			defer remove()
 		}
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
+		case sessionEnded.Load():
+			// The client deleted its session: whatever the gate made of
+			// the cancelled hold, that is what happened.
+			verdict, err = "ended", errors.New("the client ended its session while the call was held")
 		case err == nil && v.Approved:
 			if rerr := recheck(); rerr != nil {
 				verdict, v.Reason = "not_run", rerr.Error()
@@ -450,8 +456,6 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			verdict = "denied"
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			verdict = "timeout"
-		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
-			err = errors.New("the client ended its session")
 		}
 		cancel()
 	}

@@ -146,10 +146,11 @@ type Verified struct {
 //  5. the expiry, against opts.Now: a table is refused from its expiry
 //     instant on (ErrExpired);
 //  6. with a StateDir, the serial must be at least the last accepted one
-//     (ErrRollback). An equal serial is accepted: a restart reloads the
-//     same table, and a table re-signed by another key or with a renewed
-//     expiry keeps its serial. Serials must therefore grow with every
-//     commit CI signs (see docs/git.md);
+//     (ErrRollback). An equal serial is accepted for the same content: a
+//     restart reloads the same table, and a table re-signed by another key
+//     or with a later expiry keeps its serial; other content, or an earlier
+//     expiry or none, at the same serial is ErrRollback too. Serials must
+//     therefore grow with every commit CI signs (see docs/git.md);
 //  7. the table is loaded (ErrInvalidTable when a pattern does not parse).
 //     The load is built while step 4's proof that the payload is canonical
 //     and carries its digest runs on another core; it is refused as step 4
@@ -228,6 +229,16 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 			if src.Serial < last.Serial {
 				return nil, nil, refuse(ErrRollback, &RollbackError{Serial: src.Serial, Last: last.Serial, State: statePath})
 			}
+			if src.Serial == last.Serial && src.Digest != last.Digest && last.Content != "" {
+				// The same serial is the same commit: the same content,
+				// re-signed at most with a later expiry (a renewal).
+				switch {
+				case table.ContentDigest(src) != last.Content:
+					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted serial (recorded in %s) but its content differs: a changed table must carry a newer serial", src.Serial, statePath)
+				case !table.ExtendsExpiry(src.Expires, last.Expires):
+					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted table (recorded in %s) re-signed with an expiry of %q, which does not extend the accepted one's (%q): a renewal must extend it", src.Serial, statePath, src.Expires, last.Expires)
+				}
+			}
 		}
 	}
 	if loadErr != nil {
@@ -239,7 +250,7 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 		}
 	}
 	if statePath != "" && !opts.ReadOnly && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest) {
-		if err := writeState(statePath, acceptedState{Digest: src.Digest, Serial: src.Serial}); err != nil {
+		if err := writeState(statePath, acceptedState{Digest: src.Digest, Serial: src.Serial, Content: table.ContentDigest(src), Expires: src.Expires}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -263,8 +274,15 @@ func looksLikeTable(b []byte) bool {
 
 // acceptedState is the content of the state file.
 type acceptedState struct {
-	Digest string `json:"digest"`
-	Serial uint64 `json:"serial"`
+	// Content is the table's table.ContentDigest and Expires its expiry,
+	// so that a table at the same serial can be told a renewal (same
+	// content, a later expiry) from a change. Missing in state written
+	// before they were recorded: such a state checks the serial only.
+	// Fields are in key order, so the file reads sorted.
+	Content string `json:"content,omitempty"`
+	Digest  string `json:"digest"`
+	Expires string `json:"expires,omitempty"`
+	Serial  uint64 `json:"serial"`
 }
 
 // readState returns the recorded state, or nil when none was recorded yet.
@@ -289,7 +307,7 @@ func readState(dir, path string) (*acceptedState, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil || dec.More() || !strings.HasPrefix(s.Digest, "sha256:") {
-		return nil, fmt.Errorf("state file %s is corrupt (expected {\"digest\": \"sha256:...\", \"serial\": N}): refusing to load without knowing the last accepted serial; restore the file, or remove it to accept any serial again", path)
+		return nil, fmt.Errorf("state file %s is corrupt (expected {\"content\": \"sha256:...\", \"digest\": \"sha256:...\", \"serial\": N}): refusing to load without knowing the last accepted serial; restore the file, or remove it to accept any serial again", path)
 	}
 	return &s, nil
 }

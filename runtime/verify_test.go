@@ -359,6 +359,35 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	if _, err := load(signed(5, "2099-01-01T00:00:00Z")); err != nil {
 		t.Fatalf("same serial, renewed expiry: %v", err)
 	}
+	renewed := readState()
+	// But not going back to an earlier expiry or to none (an older
+	// envelope replayed), nor other content at that serial; a restart
+	// checks this as a reload does.
+	changed := verifySmallTable(5, "2099-06-01T00:00:00Z")
+	changed.Servers["gh"].Tool.Rules[1].Pattern = "*"
+	for name, in := range map[string][]byte{
+		"earlier expiry": signed(5, "2098-01-01T00:00:00Z"),
+		"no expiry":      signed(5, ""),
+		"other content":  verifySeal(table.PayloadType, verifyEncode(t, changed), k),
+	} {
+		if _, err := load(in); verifyRefusalOf(t, err) != runtime.ErrRollback || !strings.Contains(err.Error(), "serial 5") {
+			t.Errorf("%s at the accepted serial: err = %v", name, err)
+		}
+		if readState() != renewed {
+			t.Errorf("%s: the state changed: %s", name, readState())
+		}
+	}
+	if _, err := load(signed(5, "2099-01-01T00:00:00Z")); err != nil {
+		t.Fatalf("the accepted table again: %v", err)
+	}
+	// A state recorded before content was (serial and digest only) checks
+	// the serial only.
+	if err := os.WriteFile(state, []byte(`{"digest":"sha256:00","serial":5}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(signed(5, "")); err != nil {
+		t.Fatalf("same serial against an old state file: %v", err)
+	}
 	_, err = load(signed(4, ""))
 	var re *runtime.RollbackError
 	if verifyRefusalOf(t, err) != runtime.ErrRollback || !errors.As(err, &re) || re.Serial != 4 || re.Last != 5 || re.State != state {

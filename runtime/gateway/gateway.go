@@ -407,26 +407,12 @@ func (g *Gateway) replaces(t, cur *runtime.Table) error {
 		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", runtime.ErrRollback, t.Serial(), cur.Serial())
 	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.Renews(t.Source(), cur.Source()):
 		return fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
-	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !laterExpiry(t.Source().Expires, cur.Source().Expires):
+	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.ExtendsExpiry(t.Source().Expires, cur.Source().Expires):
 		// A renewal extends the expiry: going back to an earlier one, or
 		// to none, would undo a shortened expiry with an older envelope.
 		return fmt.Errorf("table serial %d is the serving table re-signed with an expiry of %q, which does not extend the serving one's (%q): a renewal must extend it", t.Serial(), t.Source().Expires, cur.Source().Expires)
 	}
 	return g.enforceable(t)
-}
-
-// laterExpiry reports whether expiry a extends b: b has none and a adds
-// one (which only restricts), or both are set and a is not earlier.
-func laterExpiry(a, b string) bool {
-	if b == "" {
-		return true
-	}
-	if a == "" {
-		return false
-	}
-	ta, errA := time.Parse(time.RFC3339, a)
-	tb, errB := time.Parse(time.RFC3339, b)
-	return errA == nil && errB == nil && !ta.Before(tb)
 }
 
 // Close stops the upstreams and waits for their supervisors.

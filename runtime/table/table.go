@@ -249,15 +249,37 @@ func Encode(t *Table) ([]byte, error) {
 // Renews reports whether t is old re-signed with another expiry: equal in
 // every field but the expiry and the digest (which covers the expiry).
 func Renews(t, old *Table) bool {
-	a, b := *t, *old
-	a.Expires, a.Digest = "", ""
-	b.Expires, b.Digest = "", ""
-	ea, err := marshal(&a)
+	a, b := ContentDigest(t), ContentDigest(old)
+	return a != "" && a == b
+}
+
+// ContentDigest is the digest of t's content: every field but the expiry
+// and the digest. Two signings of one commit's table share it, whatever
+// their expiry. "" when t does not encode.
+func ContentDigest(t *Table) string {
+	c := *t
+	c.Expires, c.Digest = "", ""
+	b, err := marshal(&c)
 	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ExtendsExpiry reports whether expiry a (RFC 3339, "" for none) extends
+// b: b has none and a adds one (which only restricts), or both are set and
+// a is not earlier.
+func ExtendsExpiry(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	if a == "" {
 		return false
 	}
-	eb, err := marshal(&b)
-	return err == nil && bytes.Equal(ea, eb)
+	ta, errA := time.Parse(time.RFC3339, a)
+	tb, errB := time.Parse(time.RFC3339, b)
+	return errA == nil && errB == nil && !ta.Before(tb)
 }
 
 func marshal(t *Table) ([]byte, error) {

@@ -111,6 +111,10 @@ type VerifyOptions struct {
 // the last accepted table.
 const StateFile = "accepted-table.json"
 
+// stateLockFile is the state directory's lock while a table is checked
+// against the state and recorded.
+const stateLockFile = "accepted-table.lock"
+
 // Verified describes how a table passed verification.
 type Verified struct {
 	// KeyIDs are the trusted keys whose signatures verified, in signature
@@ -221,6 +225,17 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 	var last *acceptedState
 	if opts.StateDir != "" {
 		statePath = filepath.Join(opts.StateDir, StateFile)
+		if st, err := os.Stat(opts.StateDir); err == nil && st.IsDir() && !opts.ReadOnly {
+			// From reading the state to recording the table, no other
+			// process may record one: two interleaved could leave the
+			// older serial recorded. (A missing directory is readState's
+			// to report.)
+			unlock, err := lockState(opts.StateDir)
+			if err != nil {
+				return nil, nil, err
+			}
+			defer unlock()
+		}
 		if last, err = readState(opts.StateDir, statePath); err != nil {
 			return nil, nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -576,4 +577,37 @@ func BenchmarkLoadVerified(b *testing.B) {
 			<-t.Ready()
 		}
 	})
+}
+
+// Two processes (a gateway reloading, policyc verify --state) recording
+// tables at once: whichever order they run in, the newer serial is what
+// the state keeps, never the older one written last.
+func TestLoadVerifiedConcurrentState(t *testing.T) {
+	k := verifyKey(1)
+	six := verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(6, "")), k)
+	seven := verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(7, "")), k)
+	for i := range 50 {
+		dir := t.TempDir()
+		opts := verifyTrust(k)
+		opts.StateDir = dir
+		if _, _, err := runtime.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(5, "")), k), opts); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for _, in := range [][]byte{six, seven} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runtime.LoadVerified(in, opts) // six may be refused once seven is in
+			}()
+		}
+		wg.Wait()
+		b, err := os.ReadFile(filepath.Join(dir, runtime.StateFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"serial":7`) {
+			t.Fatalf("round %d: the state kept %s after serials 6 and 7 were loaded at once", i, b)
+		}
+	}
 }

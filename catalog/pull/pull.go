@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os/exec"
@@ -199,9 +198,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
 	if err != nil {
 		// A stdio transport starts its program when it connects.
-		var pe *fs.PathError
-		var ee *exec.Error
-		if errors.As(err, &pe) && strings.HasSuffix(pe.Op, "exec") || errors.As(err, &ee) {
+		if procexit.NotStarted(err) {
 			p.stage.Store("starting it")
 		}
 		return nil, err

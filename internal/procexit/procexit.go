@@ -12,8 +12,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -87,6 +89,16 @@ func (t *Transport) Exited() *os.ProcessState {
 		return nil
 	}
 	return t.state
+}
+
+// NotStarted reports whether err means the program could not be run at
+// all (not found, not executable): exec's errors, or a PathError from
+// "fork/exec". Writing to a program that already exited is a PathError too
+// ("write"), and is not this.
+func NotStarted(err error) bool {
+	var ee *exec.Error
+	var pe *fs.PathError
+	return errors.As(err, &ee) || errors.As(err, &pe) && strings.HasSuffix(pe.Op, "exec")
 }
 
 // ConnectionEnded reports whether err means that the other end of the

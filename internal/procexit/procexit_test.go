@@ -96,3 +96,16 @@ func TestConnectionEnded(t *testing.T) {
 		}
 	}
 }
+
+func TestNotStarted(t *testing.T) {
+	missing := exec.Command("/nonexistent/policyc-test-program")
+	if err := missing.Start(); !NotStarted(fmt.Errorf("connect: %w", err)) {
+		t.Errorf("a program that does not exist: %v", err)
+	}
+	if _, err := exec.LookPath("policyc-no-such-program"); !NotStarted(err) {
+		t.Errorf("a program not on PATH: %v", err)
+	}
+	if NotStarted(&fs.PathError{Op: "write", Path: "|1", Err: syscall.EPIPE}) {
+		t.Error("a write to a program that exited was taken for one that could not start")
+	}
+}

@@ -229,8 +229,7 @@ func Fingerprint(canonical []byte) string {
 // wait as long as the hold, for an answer nobody will read.
 type heldCalls struct {
 	mu    sync.Mutex
-	next  uint64
-	holds map[string]map[uint64]heldCall // session id → holds
+	holds map[string]map[*heldCall]bool // session id → its holds
 }
 
 type heldCall struct {
@@ -241,21 +240,20 @@ type heldCall struct {
 // add records a hold of session for principal, ended by end; the returned
 // func removes it.
 func (h *heldCalls) add(session, principal string, end context.CancelFunc) (remove func()) {
+	c := &heldCall{principal, end}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.holds == nil {
-		h.holds = map[string]map[uint64]heldCall{}
+		h.holds = map[string]map[*heldCall]bool{}
 	}
 	if h.holds[session] == nil {
-		h.holds[session] = map[uint64]heldCall{}
+		h.holds[session] = map[*heldCall]bool{}
 	}
-	h.next++
-	id := h.next
-	h.holds[session][id] = heldCall{principal, end}
+	h.holds[session][c] = true
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		delete(h.holds[session], id)
+		delete(h.holds[session], c)
 		if len(h.holds[session]) == 0 {
 			delete(h.holds, session)
 		}
@@ -264,15 +262,12 @@ func (h *heldCalls) add(session, principal string, end context.CancelFunc) (remo
 
 // end ends the holds of session that principal's calls made: only the
 // session's own principal can end them, as only it can delete the session.
-func (h *heldCalls) end(session, principal string) int {
+func (h *heldCalls) end(session, principal string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
-	for _, c := range h.holds[session] {
+	for c := range h.holds[session] {
 		if c.principal == principal {
 			c.end()
-			n++
 		}
 	}
-	return n
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -209,26 +208,17 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 // are logged.
 func listNamed[T any](ls *listing, kind runtime.Kind, least runtime.Effect,
 	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) T) ([]T, error) {
-	type source struct {
-		u   *upstream
-		cat *catalogue
-	}
-	var sources []source
-	n := 0
-	for _, u := range ls.g.ups {
-		if st := u.snapshot(); st.session != nil && st.cat != nil {
-			sources = append(sources, source{u, st.cat})
-			n += len(items(st.cat))
-		}
-	}
-	ls.recs = slices.Grow(ls.recs, n)
 	out := []T{}
-	for _, src := range sources {
-		for _, it := range items(src.cat) {
-			if ls.decide(src.u.name, kind, name(it), OpList).Effect < least {
+	for _, u := range ls.g.ups {
+		st := u.snapshot()
+		if st.session == nil || st.cat == nil {
+			continue
+		}
+		for _, it := range items(st.cat) {
+			if ls.decide(u.name, kind, name(it), OpList).Effect < least {
 				continue
 			}
-			out = append(out, copyAs(src.u, it))
+			out = append(out, copyAs(u, it))
 		}
 	}
 	if err := ls.log(); err != nil {

@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -217,13 +213,8 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 	u.proc, _ = t.(*procexit.Transport)
 	cs, err := u.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
-		var execErr *exec.Error
-		var pathErr *fs.PathError
 		switch {
-		case errors.As(err, &execErr), errors.As(err, &pathErr) && strings.HasSuffix(pathErr.Op, "exec"):
-			// The program could not be run ("fork/exec"). Writing to a
-			// program that has already exited is a PathError too ("write"):
-			// that one is answered below.
+		case procexit.NotStarted(err):
 			return nil, nil, fmt.Errorf("start: %w", err)
 		case cctx.Err() != nil && ctx.Err() == nil:
 			err = fmt.Errorf("no answer to initialize within %s", u.g.cfg.ConnectTimeout)
@@ -292,8 +283,7 @@ func (u *upstream) callError(ctx context.Context, st *upState, method string, er
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return fmt.Errorf("upstream %q did not answer %s within %s; the call was cancelled", u.name, method, u.g.cfg.CallTimeout)
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.EPIPE): // a write to a stdio upstream that has exited
+	case procexit.ConnectionEnded(err): // EOF, a closed session, a write to a stdio upstream that has exited
 		u.state.CompareAndSwap(st, &upState{cat: st.cat, down: errors.New("the connection ended")})
 		return fmt.Errorf("upstream %q closed its connection during %s (it is restarted with backoff); the call may or may not have taken effect", u.name, method)
 	}

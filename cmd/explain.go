@@ -56,12 +56,12 @@ Examples:
 				if near := compiler.Suggest(item.server, names); near != "" {
 					hint = fmt.Sprintf("; did you mean %q?", near)
 				}
-				known := "the table has no servers"
+				servers := "the table has no servers"
 				if len(names) > 0 {
-					known = "servers: " + strings.Join(names, ", ")
+					servers = "servers: " + strings.Join(names, ", ")
 				}
 				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: server %q is not in the table, so every item of it is denied%s (%s)\n",
-					item.server, hint, known)
+					item.server, hint, servers)
 			}
 			ex := t.Explain(item.principal, item.server, k, item.name)
 			if item.format == "json" {

@@ -1059,25 +1059,19 @@ func envNameWording(path, key, v string) (msg, suggestion string) {
 	// The value is never repeated: what was written where a variable's
 	// name belongs is often the secret the variable should hold.
 	msg = fmt.Sprintf("%s: not the name of an environment variable (letters, digits and '_', not starting with a digit)", path)
-	name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "$"), "{"), "}")
-	if strings.HasPrefix(v, "$") && validEnvName(name) {
-		write := strconv.Quote(name)
-		if key != "" {
-			write = key + ": " + write
+	written := func(name string) string { // how to write it, under key when there is one
+		if key == "" {
+			return strconv.Quote(name)
 		}
-		return msg, "give the variable's name, without $: " + write
+		return key + ": " + strconv.Quote(name)
+	}
+	if name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(v, "$"), "{"), "}"); strings.HasPrefix(v, "$") && validEnvName(name) {
+		return msg, "give the variable's name, without $: " + written(name)
 	}
 	// A name in capitals with a '-' or '.' for a '_' is a misspelt name;
 	// anything else may be a value, and nothing is built from it.
 	if upperName.MatchString(v) {
-		fixed := strings.NewReplacer("-", "_", ".", "_").Replace(v)
-		if validEnvName(fixed) {
-			write := strconv.Quote(fixed)
-			if key != "" {
-				write = key + ": " + write
-			}
-			return msg, "for example " + write
-		}
+		return msg, "for example " + written(strings.NewReplacer("-", "_", ".", "_").Replace(v))
 	}
 	return msg, "if this is the secret itself, move it to the gateway's environment and give the variable's name here (and rotate it if this file is shared)"
 }

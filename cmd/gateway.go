@@ -78,6 +78,11 @@ fails verification, or is older than the serving one, is refused and the
 serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
 for approval then end as expired. docs/gateway.md has the details.
 
+Memory: unless GOGC is set, the gateway collects garbage at GOGC=400, and
+with an HTTP front lets up to 64 MiB of garbage build up between collections
+while its live heap is small, for throughput; set GOMEMLIMIT to cap its
+memory, or GOGC to turn this off (docs/gateway.md, "Performance").
+
 With --check, the configuration and the table are checked, and that the
 gateway could append to its decision log (the log is left untouched); a
 summary is printed, with the approval gate's timings; nothing is started.
@@ -375,6 +380,11 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	ln, err := net.Listen("tcp", s.address)
 	if err != nil {
 		return failuref("front.http.address: %v", err)
+	}
+	if os.Getenv("GOGC") == "" {
+		// Concurrent clients: let garbage build up to the floor
+		// (docs/gateway.md, "Performance").
+		defer gateway.TuneGC(gateway.HeapFloor, time.Second)()
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

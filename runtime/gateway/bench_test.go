@@ -74,14 +74,20 @@ func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
 	return cs
 }
 
-// benchGC runs the benchmarks with the garbage collection target the
-// gateway command runs with, unless GOGC is set. Direct calls share the
-// process and the setting.
-func benchGC(b *testing.B) {
-	if os.Getenv("GOGC") == "" {
-		old := debug.SetGCPercent(GCPercent)
-		b.Cleanup(func() { debug.SetGCPercent(old) })
+// benchGC runs a benchmark with the garbage collection policy the gateway
+// command runs with, unless GOGC is set: GCPercent, with the heap floor
+// (TuneGC) for an HTTP front. Direct calls share the process and the
+// policy.
+func benchGC(b *testing.B, transport string) {
+	if os.Getenv("GOGC") != "" {
+		return
 	}
+	if transport == "http" {
+		b.Cleanup(TuneGC(HeapFloor, time.Second))
+		return
+	}
+	old := debug.SetGCPercent(GCPercent)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
 func newBench(tb testing.TB, transport string) *benchSetup {
@@ -192,9 +198,9 @@ func policyWork(g *Gateway, n int) time.Duration {
 // alternating, and reports the medians, their ratio, and the share of the
 // added latency spent in the gateway's policy work.
 func BenchmarkToolCall(b *testing.B) {
-	benchGC(b)
 	for _, transport := range []string{"inmemory", "http"} {
 		b.Run(transport, func(b *testing.B) {
+			benchGC(b, transport)
 			s := newBench(b, transport)
 			defer s.close()
 			direct, gw := s.direct(b), s.gateway(b)
@@ -231,7 +237,7 @@ func BenchmarkToolCall(b *testing.B) {
 // BenchmarkPolicyWork is the gateway's policy work on one tools/call, with
 // the decision record written to a file.
 func BenchmarkPolicyWork(b *testing.B) {
-	benchGC(b)
+	benchGC(b, "inmemory")
 	s := newBench(b, "inmemory")
 	defer s.close()
 	var meta mcp.Meta
@@ -254,7 +260,7 @@ func BenchmarkPolicyWork(b *testing.B) {
 // (An op is all ten phases, 10·b.N calls: read the reported metrics, not
 // ns/op.)
 func BenchmarkThroughputHTTP(b *testing.B) {
-	benchGC(b)
+	benchGC(b, "http")
 	const rounds = 5
 	s := newBench(b, "http")
 	defer s.close()
@@ -323,7 +329,7 @@ func callAll(b *testing.B, sessions []*mcp.ClientSession, name string) float64 {
 func BenchmarkOnePathHTTP(b *testing.B) {
 	for _, path := range []string{"direct", "gateway"} {
 		b.Run(path, func(b *testing.B) {
-			benchGC(b)
+			benchGC(b, "http")
 			s := newBench(b, "http")
 			defer s.close()
 			connect, name := s.direct, "echo"
@@ -353,9 +359,9 @@ func medianOf(xs []float64) float64 {
 // sessions share one upstream session): b.N sessions of each kind are
 // opened and kept open while the heap is measured.
 func BenchmarkIdleSession(b *testing.B) {
-	benchGC(b)
 	for _, transport := range []string{"inmemory", "http"} {
 		b.Run(transport, func(b *testing.B) {
+			benchGC(b, transport)
 			s := newBench(b, transport)
 			defer s.close()
 			measure := func(connect func(testing.TB) *mcp.ClientSession) float64 {
@@ -398,7 +404,7 @@ const benchListed = 500
 // directly and through the gateway (which decides and records each), over
 // in-memory transports.
 func BenchmarkListTools(b *testing.B) {
-	benchGC(b)
+	benchGC(b, "inmemory")
 	up := testupstream.New(testupstream.Options{Name: "github"})
 	for i := range benchListed {
 		up.Server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), InputSchema: map[string]any{"type": "object"}},

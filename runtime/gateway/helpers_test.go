@@ -412,6 +412,9 @@ var upstreamBinary = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(benchRoleEnv); role != "" {
+		os.Exit(serveBenchRole(role))
+	}
 	code := m.Run()
 	if upstreamDir != "" {
 		os.RemoveAll(upstreamDir)

@@ -497,6 +497,26 @@ func checkChannels(t *runtime.Table, gate *approval.Gate, upstreams []string) er
 	return errors.New(strings.Join(msgs, "; "))
 }
 
+// missingKeyPos is where to report the missing key dotted: the nearest
+// enclosing key that is set, else the one file, else the directory of
+// files.
+func missingKeyPos(ev *compiler.Evaluation, dotted string, files []compiler.File) compiler.Position {
+	for p := dotted; ; {
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+		if pos := ev.KeyPos(p); pos.File != "" {
+			return pos
+		}
+	}
+	if len(files) == 1 {
+		return compiler.Position{File: files[0].Name}
+	}
+	return compiler.Position{File: "."}
+}
+
 // gatewayRefusal maps a boot refusal to its exit code.
 func gatewayRefusal(err error) error {
 	code := verifyExitCode(err)
@@ -526,8 +546,8 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 				// A missing key has no position of its own: name the file.
 				d.Message = d.Path + ": required, and not set"
 				d.Suggestion = "add " + d.Path + " (docs/gateway.md, Configuration, lists every key)"
-				if d.Pos.File == "" && len(files) == 1 {
-					d.Pos = compiler.Position{File: files[0].Name}
+				if d.Pos.File == "" {
+					d.Pos = missingKeyPos(ev, d.Path, files)
 				}
 			}
 		}

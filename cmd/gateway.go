@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime/debug"
 	"slices"
@@ -79,7 +80,7 @@ serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
 for approval then end as expired. docs/gateway.md has the details.
 
 Memory: unless GOGC is set, the gateway collects garbage at GOGC=400, and
-with an HTTP front lets up to 64 MiB of garbage build up between collections
+with an HTTP front lets about 64 MiB of garbage build up between collections
 while its live heap is small, for throughput; set GOMEMLIMIT to cap its
 memory, or GOGC to turn this off (docs/gateway.md, "Performance").
 
@@ -534,6 +535,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		return nil, err
 	}
 	ev := compiler.Evaluate(files, gatewayPackage, "#Gateway")
+	var schema []compiler.Diagnostic
 	if compiler.HasErrors(ev.Diagnostics) {
 		// The policy codes (unknown-key, type-error, ...) and their pages
 		// speak of policy files; here they are the configuration's.
@@ -553,17 +555,45 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		}
 		// A value refused by each branch of an enum is one problem, now
 		// worded once.
-		ds := slices.CompactFunc(ev.Diagnostics, func(a, b compiler.Diagnostic) bool {
+		schema = slices.CompactFunc(ev.Diagnostics, func(a, b compiler.Diagnostic) bool {
 			return a.Pos == b.Pos && a.Message == b.Message
 		})
-		return nil, gatewayDiagnostics(stderr, dir, ds, o.use)
+		if !ev.Value.Exists() || slices.ContainsFunc(schema, func(d compiler.Diagnostic) bool { return d.Path == "" }) {
+			// Nothing evaluated, or a problem that is not at a key:
+			// the checks below would have nothing sound to read.
+			return nil, gatewayDiagnostics(stderr, dir, schema, o.use)
+		}
+	}
+	// The checks below run even when the schema found problems, on the
+	// keys it found none in, so that every problem is reported at once.
+	// What is read then is never used: the problems are returned.
+	brokenKeys := map[string]bool{}
+	for _, d := range schema {
+		brokenKeys[d.Path] = true
+	}
+	// broken says whether the schema found a problem at key, inside it,
+	// or at a key that holds it.
+	broken := func(key string) bool {
+		for b := range brokenKeys {
+			if b == key || strings.HasPrefix(b, key+".") || strings.HasPrefix(key, b+".") {
+				return true
+			}
+		}
+		return false
 	}
 	var file gatewayFile
-	if err := ev.Value.Decode(&file); err != nil {
-		return nil, failuref("decode the gateway configuration: %v", err)
+	if len(schema) == 0 {
+		if err := ev.Value.Decode(&file); err != nil {
+			return nil, failuref("decode the gateway configuration: %v", err)
+		}
+	} else {
+		file = decodeSound(ev.Value, broken, brokenKeys)
 	}
 	var diags []compiler.Diagnostic
 	bad := func(key, msg, suggestion string) {
+		if broken(key) {
+			return // reported by the schema, or read from a key it refused
+		}
 		diags = append(diags, compiler.Diagnostic{Pos: ev.KeyPos(key), Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
 			Path: key, Message: key + ": " + msg, Suggestion: suggestion})
 	}
@@ -740,7 +770,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			so := a.Servers[name]
 			// A server that is not an upstream would take the settings
 			// silently: a misspelt preview: false would leave previews on.
-			if _, ok := file.Upstreams[name]; !ok {
+			if _, ok := file.Upstreams[name]; !ok && !broken("upstreams."+name) {
 				hint := "name a server of upstreams: " + strings.Join(upstreams, ", ")
 				if near := compiler.Suggest(name, upstreams); near != "" {
 					hint = fmt.Sprintf("did you mean %q? The upstreams: %s", near, strings.Join(upstreams, ", "))
@@ -803,11 +833,52 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	s.cfg.CallTimeout = time.Duration(file.CallTimeoutSeconds) * time.Second
 	s.cfg.ConnectTimeout = time.Duration(file.ConnectTimeoutSeconds) * time.Second
 	s.cfg.Version = compiler.Version
-	if len(diags) > 0 {
-		compiler.SortDiagnostics(diags)
-		return nil, gatewayDiagnostics(stderr, dir, diags, o.use)
+	if len(schema) > 0 || len(diags) > 0 {
+		all := append(schema, diags...)
+		compiler.SortDiagnostics(all)
+		return nil, gatewayDiagnostics(stderr, dir, all, o.use)
 	}
 	return s, nil
+}
+
+// decodeSound decodes the keys of a configuration the schema refused that
+// broken says are sound: each top-level key, and each upstream on its own
+// (a broken one is listed, empty). A key that does not decode is added to
+// brokenKeys.
+func decodeSound(v cue.Value, broken func(string) bool, brokenKeys map[string]bool) gatewayFile {
+	var f gatewayFile
+	rv := reflect.ValueOf(&f).Elem()
+	for i := range rv.NumField() {
+		key, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		fv := v.LookupPath(cue.ParsePath(key))
+		if !fv.Exists() {
+			continue
+		}
+		if key == "upstreams" {
+			it, err := fv.Fields()
+			if err != nil {
+				brokenKeys[key] = true
+				continue
+			}
+			f.Upstreams = map[string]upstreamFile{}
+			for it.Next() {
+				// A broken upstream is kept, empty, so that other keys
+				// may name it; checks of its own keys are suppressed.
+				name := it.Selector().Unquoted()
+				var u upstreamFile
+				if k := key + "." + name; broken(k) || it.Value().Decode(&u) != nil {
+					brokenKeys[k] = true
+					u = upstreamFile{}
+				}
+				f.Upstreams[name] = u
+			}
+			continue
+		}
+		if !broken(key) && fv.Decode(rv.Field(i).Addr().Interface()) != nil {
+			brokenKeys[key] = true
+		}
+	}
+	return f
 }
 
 // The approval gate's timings when the configuration leaves them out (the

@@ -145,7 +145,9 @@ func benchGatewayProcess(upstream string) (*Gateway, http.Handler, error) {
 }
 
 // startRole starts this test binary as a benchmark process in role and
-// returns the URL it serves; the process ends when the benchmark does.
+// returns the URL it serves; the process ends when the benchmark does. A
+// process that does not print its URL within ten seconds, or does not end
+// within ten seconds of its input closing, is killed.
 func startRole(b *testing.B, role string, env ...string) (string, int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, benchRoleEnv+"="+role)...)
@@ -163,11 +165,15 @@ func startRole(b *testing.B, role string, env ...string) (string, int) {
 	}
 	b.Cleanup(func() {
 		stdin.Close()
+		kill := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+		defer kill.Stop()
 		if err := cmd.Wait(); err != nil {
 			b.Errorf("%s process: %v", role, err)
 		}
 	})
+	kill := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
 	line, err := bufio.NewReader(stdout).ReadString('\n')
+	kill.Stop()
 	if err != nil {
 		b.Fatalf("%s process printed no URL: %v", role, err)
 	}

@@ -11,7 +11,7 @@ import (
 func TestGCPercentFor(t *testing.T) {
 	const mib = 1 << 20
 	for _, c := range []struct {
-		live, floor uint64
+		base, floor uint64
 		want        int
 	}{
 		{0, HeapFloor, 1600},          // before the first collection: the floor
@@ -24,9 +24,11 @@ func TestGCPercentFor(t *testing.T) {
 		{3 * mib, 0, GCPercent},       // no floor
 		{3 * mib, 8 * mib, GCPercent}, // a floor below 4 MiB × 4
 		{1, 1 << 50, 1 << 20},         // a target the runtime can hold
+		{1, 1 << 57, 1 << 20},         // no overflow on the way
+		{1 << 50, 1 << 57, 12800},     // 128 × 100
 	} {
-		if got := gcPercentFor(c.live, c.floor); got != c.want {
-			t.Errorf("gcPercentFor(%d MiB live, %d MiB floor) = %d, want %d", c.live/mib, c.floor/mib, got, c.want)
+		if got := gcPercentFor(c.base, c.floor); got != c.want {
+			t.Errorf("gcPercentFor(%d bytes, floor %d) = %d, want %d", c.base, c.floor, got, c.want)
 		}
 	}
 }
@@ -44,6 +46,7 @@ func TestTuneGC(t *testing.T) {
 	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
 	stop := TuneGC(HeapFloor, 5*time.Millisecond)
+	t.Cleanup(stop) // also when the test fails early
 	if got := gogc(); got <= GCPercent {
 		t.Errorf("at start, with a live heap under 16 MiB, the target is %d, want above %d", got, GCPercent)
 	}

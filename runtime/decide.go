@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/policyc/policyc/internal/glob"
 	"github.com/policyc/policyc/runtime/table"
@@ -106,9 +107,15 @@ const (
 	UINotAllowlisted
 	// UINoConsent: a ui:// resource allowlisted, but no consent channel.
 	UINoConsent
+	// TableExpired: the table's expiry has passed; it decides nothing.
+	TableExpired
+	// URINotNormal: a resource URI not in normal form, which an upstream
+	// might read as another URI (the gateway refuses it, see
+	// gateway.NormalURI).
+	URINotNormal
 )
 
-var reasonNames = [...]string{"rule", "default", "unknown server", "unknown kind", "ui:// resource not allowlisted", "ui:// resource without a consent channel"}
+var reasonNames = [...]string{"rule", "default", "unknown server", "unknown kind", "ui:// resource not allowlisted", "ui:// resource without a consent channel", "table expired", "uri not in normal form"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -150,6 +157,8 @@ const ServerScope = "server"
 // Table is a loaded decision table: immutable, safe for concurrent use.
 type Table struct {
 	src *table.Table
+	// expires is the table's expiry, zero when it has none.
+	expires time.Time
 	// ready is closed when every automaton is built.
 	ready chan struct{}
 	// anyone is what a principal with no group or principal scope sees.
@@ -215,6 +224,15 @@ func (t *Table) Digest() string { return t.src.Digest }
 
 // Serial returns the table's serial.
 func (t *Table) Serial() uint64 { return t.src.Serial }
+
+// Expires returns the table's expiry; ok is false when it has none.
+func (t *Table) Expires() (at time.Time, ok bool) { return t.expires, !t.expires.IsZero() }
+
+// Expired reports whether the table's expiry has passed at now. Decide
+// does not look at it: a gateway denies everything once it has.
+func (t *Table) Expired(now time.Time) bool {
+	return !t.expires.IsZero() && !now.Before(t.expires)
+}
 
 // Decide returns the decision for principal calling (or listing, or
 // fetching) name of kind on server. It allocates nothing.
@@ -381,6 +399,13 @@ func (t *Table) buildAutomata() {
 
 func load(src *table.Table) (*Table, error) {
 	t := &Table{src: src, named: map[string]*view{}, ready: make(chan struct{})}
+	if src.Expires != "" {
+		at, err := time.Parse(time.RFC3339, src.Expires)
+		if err != nil {
+			return nil, fmt.Errorf("table: expires: %w", err)
+		}
+		t.expires = at
+	}
 	// Compile each scope's blocks once; views share them.
 	base := map[string][numKinds]*layer{}
 	for name, s := range src.Servers {

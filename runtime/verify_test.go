@@ -611,3 +611,36 @@ func TestLoadVerifiedConcurrentState(t *testing.T) {
 		}
 	}
 }
+
+func TestTableExpired(t *testing.T) {
+	rt, err := runtime.Load(verifySmallTable(1, "2027-01-01T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, ok := rt.Expires()
+	if want := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC); !ok || !at.Equal(want) {
+		t.Fatalf("Expires() = %v, %v; want %v", at, ok, want)
+	}
+	for _, c := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{at.Add(-time.Nanosecond), false},
+		{at, true}, // from that instant on, as LoadVerified refuses it
+		{at.Add(time.Hour), true},
+	} {
+		if got := rt.Expired(c.now); got != c.want {
+			t.Errorf("Expired(%v) = %v, want %v", c.now, got, c.want)
+		}
+	}
+	never, err := runtime.Load(verifySmallTable(1, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := never.Expires(); ok || never.Expired(time.Now().Add(1000*time.Hour)) {
+		t.Error("a table without an expiry expires")
+	}
+	if _, err := runtime.Load(verifySmallTable(1, "tomorrow")); err == nil {
+		t.Error("a table whose expiry is not RFC 3339 loads")
+	}
+}

@@ -89,7 +89,8 @@ type Config struct {
 	// Version is reported as the gateway's version to clients and
 	// upstreams.
 	Version string
-	// Now is the clock of decision records; nil means time.Now.
+	// Now is the gateway's clock: the time of decision records, and when
+	// the serving table has expired. nil means time.Now.
 	Now func() time.Time
 }
 
@@ -142,6 +143,8 @@ type Gateway struct {
 
 	table    atomic.Pointer[runtime.Table]
 	reloadMu sync.Mutex
+	// expiry fires when the serving table expires (under reloadMu).
+	expiry *time.Timer
 
 	ups    []*upstream
 	byName map[string]*upstream
@@ -170,6 +173,9 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.table.Store(t)
+	g.reloadMu.Lock()
+	g.watchExpiry(t)
+	g.reloadMu.Unlock()
 	for _, name := range g.upstreamNames() {
 		if _, ok := t.Source().Servers[name]; !ok {
 			g.logger.Warn("upstream is not in the table: everything it offers is denied", "upstream", name, "table_serial", t.Serial())
@@ -393,9 +399,33 @@ func (g *Gateway) Reload() error {
 		return nil
 	}
 	g.table.Store(t)
+	g.watchExpiry(t)
 	g.logger.Info("table reloaded", "table_serial", t.Serial(), "table_digest", t.Digest(), "previous_serial", cur.Serial())
 	g.listsChanged(listAll)
 	return nil
+}
+
+// watchExpiry arms the timer for t's expiry, replacing the serving one's.
+// From that instant every decision is a deny (tableDecide); the timer says
+// so in the log and tells clients their listings changed, as they are now
+// empty. The caller holds reloadMu.
+func (g *Gateway) watchExpiry(t *runtime.Table) {
+	if g.expiry != nil {
+		g.expiry.Stop()
+		g.expiry = nil
+	}
+	at, ok := t.Expires()
+	if !ok {
+		return
+	}
+	g.expiry = time.AfterFunc(max(at.Sub(g.now()), 0), func() {
+		if g.table.Load() != t {
+			return
+		}
+		g.logger.Error("the serving table has expired: every request is denied until a newer signed table is loaded (SIGHUP)",
+			"table_serial", t.Serial(), "table_digest", t.Digest(), "expired", at.UTC().Format(time.RFC3339))
+		g.listsChanged(listAll)
+	})
 }
 
 // replaces reports why t may not replace cur, the serving table, or nil.
@@ -417,6 +447,11 @@ func (g *Gateway) replaces(t, cur *runtime.Table) error {
 
 // Close stops the upstreams and waits for their supervisors.
 func (g *Gateway) Close() error {
+	g.reloadMu.Lock()
+	if g.expiry != nil {
+		g.expiry.Stop()
+	}
+	g.reloadMu.Unlock()
 	g.cancel()
 	for _, u := range g.ups {
 		if cs := u.snapshot().session; cs != nil {

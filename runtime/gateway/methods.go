@@ -104,13 +104,28 @@ var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "pol
 
 // decide decides and records one decision.
 func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op) (runtime.Decision, error) {
-	d := t.Decide(principal, server, kind, name)
+	now := g.now()
+	return g.logDecision(t, now, principal, server, kind, name, op, tableDecide(t, now, principal, server, kind, name))
+}
+
+// tableDecide is t's decision at now: nothing is allowed once the table
+// has expired.
+func tableDecide(t *runtime.Table, now time.Time, principal, server string, kind runtime.Kind, name string) runtime.Decision {
+	if t.Expired(now) {
+		return runtime.Decision{Effect: runtime.Deny, Reason: runtime.TableExpired}
+	}
+	return t.Decide(principal, server, kind, name)
+}
+
+// logDecision writes the record of d, made at now, and returns d, or a
+// deny when the record could not be written.
+func (g *Gateway) logDecision(t *runtime.Table, now time.Time, principal, server string, kind runtime.Kind, name string, op Op, d runtime.Decision) (runtime.Decision, error) {
 	var err error
 	if jl, ok := g.cfg.Log.(*JSONLog); ok {
-		r := g.record(t, principal, server, kind, name, op, d) // the command's log: the record stays on the stack
+		r := record(t, now, principal, server, kind, name, op, d) // the command's log: the record stays on the stack
 		err = jl.Log(&r)
 	} else {
-		r := g.record(t, principal, server, kind, name, op, d)
+		r := record(t, now, principal, server, kind, name, op, d)
 		err = g.cfg.Log.Log(&r)
 	}
 	if err != nil {
@@ -120,9 +135,9 @@ func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtim
 	return d, nil
 }
 
-func (g *Gateway) record(t *runtime.Table, principal, server string, kind runtime.Kind, name string, op Op, d runtime.Decision) Record {
+func record(t *runtime.Table, now time.Time, principal, server string, kind runtime.Kind, name string, op Op, d runtime.Decision) Record {
 	return Record{
-		Time: g.now(), Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
+		Time: now, Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
 		Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
 	}
 }
@@ -133,18 +148,19 @@ func (g *Gateway) record(t *runtime.Table, principal, server string, kind runtim
 type listing struct {
 	g         *Gateway
 	t         *runtime.Table
+	now       time.Time
 	principal string
 	recs      []Record
 }
 
 func (g *Gateway) listing(principal string) *listing {
-	return &listing{g: g, t: g.table.Load(), principal: principal}
+	return &listing{g: g, t: g.table.Load(), now: g.now(), principal: principal}
 }
 
 // decide decides one item; the decision takes effect only if log succeeds.
 func (l *listing) decide(server string, kind runtime.Kind, name string, op Op) runtime.Decision {
-	d := l.t.Decide(l.principal, server, kind, name)
-	l.recs = append(l.recs, l.g.record(l.t, l.principal, server, kind, name, op, d))
+	d := tableDecide(l.t, l.now, l.principal, server, kind, name)
+	l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
 	return d
 }
 
@@ -387,7 +403,10 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	}
 	recheck := func() error {
 		t := g.table.Load()
-		if d := t.Decide(principal, a.u.name, runtime.Tool, a.tool); d.Effect == runtime.Deny {
+		if d := tableDecide(t, g.now(), principal, a.u.name, runtime.Tool, a.tool); d.Effect == runtime.Deny {
+			if d.Reason == runtime.TableExpired {
+				return fmt.Errorf("the serving table (serial %d) has expired", t.Serial())
+			}
 			return fmt.Errorf("the serving table (serial %d) denies the call now", t.Serial())
 		}
 		return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // denyEcho is testPolicy with github's echo denied.
@@ -461,5 +462,81 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if tg.Table().Serial() != 1 || calls != 2 {
 		t.Errorf("serving serial %d after %d checks", tg.Table().Serial(), calls)
+	}
+}
+
+// TestExpiredTable: from the instant the serving table expires, every
+// request is answered as absent and every listing is empty, the decision
+// log says why, clients are told their listings changed, and a renewal
+// (the same table re-signed with a later expiry) serves again.
+func TestExpiredTable(t *testing.T) {
+	expires := time.Now().Add(time.Hour).Truncate(time.Second)
+	var clock atomic.Pointer[time.Time]
+	setClock := func(at time.Time) { clock.Store(&at) }
+	setClock(expires.Add(-300 * time.Millisecond)) // the timer fires in 300 ms
+	withExpiry := func(exp time.Time, serial uint64) *runtime.Table {
+		src := policytest.Compile(t, testPolicy, serial)
+		src.Expires = exp.UTC().Format(time.RFC3339)
+		if _, err := table.Encode(src); err != nil { // the digest covers the expiry
+			t.Fatal(err)
+		}
+		rt, err := runtime.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	var serving atomic.Pointer[runtime.Table]
+	serving.Store(withExpiry(expires, 10))
+	tg := startGateway(t, func(c *Config) {
+		c.Now = func() time.Time { return *clock.Load() }
+		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return serving.Load(), nil }
+	})
+	changed := make(chan struct{}, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	callErr := func(name string) error {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name})
+		if err == nil && res.IsError {
+			t.Fatalf("%s: tool error %s", name, text(res))
+		}
+		return err
+	}
+	if err := callErr("github__echo"); err != nil {
+		t.Fatalf("before the expiry: %v", err)
+	}
+
+	setClock(expires)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Error("clients were not told that the listings changed when the table expired")
+	}
+	err := callErr("github__echo")
+	absentErr := callErr("github__ohce") // absent, and as long
+	if err == nil || absentErr == nil || strings.Replace(err.Error(), "echo", "ohce", 1) != absentErr.Error() {
+		t.Errorf("after the expiry, an allowed tool answers %v; an absent one %v", err, absentErr)
+	}
+	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) != 0 {
+		t.Errorf("after the expiry, tools/list = %v, %v; want no tools", tools, err)
+	}
+	found := false
+	for _, r := range tg.log.all() {
+		if r.Op == OpCall && r.Name == "echo" && r.Decision.Reason == runtime.TableExpired {
+			found = r.Decision.Effect == runtime.Deny
+		}
+	}
+	if !found {
+		t.Error("no deny record with the reason \"table expired\" for the call after the expiry")
+	}
+
+	serving.Store(withExpiry(expires.Add(time.Hour), 10))
+	if err := tg.Reload(); err != nil {
+		t.Fatalf("renewal: %v", err)
+	}
+	if err := callErr("github__echo"); err != nil {
+		t.Errorf("after the renewal: %v", err)
 	}
 }

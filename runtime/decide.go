@@ -109,9 +109,9 @@ const (
 	UINoConsent
 	// TableExpired: the table's expiry has passed; it decides nothing.
 	TableExpired
-	// URINotNormal: a resource URI not in normal form, which an upstream
-	// might read as another URI (the gateway refuses it, see
-	// gateway.NormalURI).
+	// URINotNormal: a resource URI allowed as written whose normal form
+	// (decoded, cleaned) is denied: an upstream might read it as that
+	// form. The gateway decides it; Decide does not.
 	URINotNormal
 )
 

@@ -92,7 +92,7 @@ func TestURIDecide(t *testing.T) {
 		{"file:///srv/projects/app/.env/", runtime.Deny, runtime.URINotNormal}, // a rule denies it without the slash
 		{"file:///srv/projects/app/.env%2F", runtime.Deny, runtime.URINotNormal},
 		{"file:///srv/projects/app%2F.env", runtime.Deny, runtime.URINotNormal},
-		{"file:///srv/projects/app/sub/../.env", runtime.Deny, runtime.ByRule}, // "*" spans "sub/.."
+		{"file:///srv/projects/app/sub/../.env", runtime.Deny, runtime.ByRule},          // "*" spans "sub/.."
 		{"file:///srv/projects/%2E%2E/secrets/key", runtime.Deny, runtime.URINotNormal}, // out of the allowed tree
 		{"file:///srv/projects/../../etc/shadow", runtime.Deny, runtime.URINotNormal},
 		{`file:///srv/projects/app\.env`, runtime.Deny, runtime.URINotNormal},

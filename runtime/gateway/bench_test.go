@@ -188,7 +188,7 @@ func policyWork(g *Gateway, n int) time.Duration {
 		if _, err := g.authorizeCall("alice", "github__echo"); err != nil {
 			panic(err)
 		}
-		_, done := g.forwardMeta(meta, nil)
+		_, done := g.forwardMeta(meta, nil, nil)
 		done()
 	}
 	return time.Since(start) / time.Duration(n)
@@ -247,7 +247,7 @@ func BenchmarkPolicyWork(b *testing.B) {
 		if _, err := s.g.authorizeCall("alice", "github__echo"); err != nil {
 			b.Fatal(err)
 		}
-		_, done := s.g.forwardMeta(meta, nil)
+		_, done := s.g.forwardMeta(meta, nil, nil)
 		done()
 	}
 }

@@ -100,7 +100,7 @@ func TestPolicyWorkAllocatesNothing(t *testing.T) {
 		if _, err := s.g.authorizeCall("alice", "github__echo"); err != nil {
 			t.Fatal(err)
 		}
-		_, done := s.g.forwardMeta(meta, nil)
+		_, done := s.g.forwardMeta(meta, nil, nil)
 		done()
 	})
 	if allocs != 0 {

@@ -152,8 +152,7 @@ type Gateway struct {
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // one per principal
 
-	progress  sync.Map // gateway progress token (string) → progressTarget
-	nextToken atomic.Uint64
+	progress sync.Map // gateway progress token (string) → progressTarget
 
 	held heldCalls // the holds of each HTTP session, to end when it does
 
@@ -551,12 +550,16 @@ func (g *Gateway) listsChanged(which int) {
 type progressTarget struct {
 	session *mcp.ServerSession
 	token   any
+	// upstream is the one the request went to, the only one whose
+	// progress for it is passed on.
+	upstream *upstream
 }
 
-// forwardProgress passes an upstream's progress notification to the client
-// whose request it is about, under the client's own token. Progress for a
-// token the gateway did not hand out is dropped.
-func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+// forwardProgress passes progress notification p of upstream from to the
+// client whose request it is about, under the client's own token. Progress
+// for a token the gateway did not hand out, or did not hand to from, is
+// dropped.
+func (g *Gateway) forwardProgress(ctx context.Context, from *upstream, p *mcp.ProgressNotificationParams) {
 	tok, ok := p.ProgressToken.(string)
 	if !ok {
 		return
@@ -566,6 +569,9 @@ func (g *Gateway) forwardProgress(ctx context.Context, p *mcp.ProgressNotificati
 		return
 	}
 	t := v.(progressTarget)
+	if t.upstream != from {
+		return
+	}
 	nctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	_ = t.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: t.token, Progress: p.Progress, Total: p.Total, Message: p.Message})

@@ -3,11 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -349,7 +349,7 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 		// What was reviewed is what runs: the canonical bytes the gate saw.
 		args = reviewed
 	}
-	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session, a.u)
 	defer done()
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
@@ -538,11 +538,13 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 // hop and are never passed to the next.
 const reservedMeta = "io.modelcontextprotocol/"
 
-// forwardMeta returns the _meta to send upstream for a client request: the
-// client's own keys, without reserved ones, with the progress token replaced
-// by one the gateway hands out (client tokens are only unique per session).
-// done forgets the token.
-func (g *Gateway) forwardMeta(meta mcp.Meta, ss *mcp.ServerSession) (mcp.Meta, func()) {
+// forwardMeta returns the _meta to send to upstream u for a client
+// request: the client's own keys, without reserved ones, with the progress
+// token replaced by one the gateway hands out (client tokens are only
+// unique per session). The token is random and good for progress from u
+// only, so that no other upstream can write into the call. done forgets
+// the token.
+func (g *Gateway) forwardMeta(meta mcp.Meta, ss *mcp.ServerSession, u *upstream) (mcp.Meta, func()) {
 	if len(meta) == 0 {
 		return nil, func() {}
 	}
@@ -554,8 +556,8 @@ func (g *Gateway) forwardMeta(meta mcp.Meta, ss *mcp.ServerSession) (mcp.Meta, f
 	}
 	done := func() {}
 	if tok, ok := meta["progressToken"]; ok && tok != nil && ss != nil {
-		gt := "policyc-" + strconv.FormatUint(g.nextToken.Add(1), 10)
-		g.progress.Store(gt, progressTarget{session: ss, token: tok})
+		gt := "policyc-" + rand.Text()
+		g.progress.Store(gt, progressTarget{session: ss, token: tok, upstream: u})
 		out["progressToken"] = gt
 		// Notifications are handled on the upstream connection's queue
 		// while the response is handed over at once, so the last progress
@@ -625,7 +627,7 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	if st.session == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.unavailable(st).Error()}
 	}
-	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
@@ -760,7 +762,7 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	if st.session == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.unavailable(st).Error()}
 	}
-	meta, done := g.forwardMeta(r.Params.Meta, r.Session)
+	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()

@@ -81,7 +81,7 @@ func newUpstream(g *Gateway, cfg Upstream) *upstream {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { changed(listPrompts) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { changed(listResources) },
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			g.forwardProgress(ctx, req.Params)
+			g.forwardProgress(ctx, u, req.Params)
 		},
 	})
 	return u

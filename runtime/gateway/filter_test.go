@@ -347,3 +347,92 @@ func TestDecisionLog(t *testing.T) {
 		}
 	}
 }
+
+// TestListedMetaIsFiltered: listed tools, prompts, resources and templates
+// lose the keys of the reserved namespace (the upstream's identity) and
+// every link to a ui:// resource the principal could not read, under any
+// key and at any depth; each link is decided once per listing.
+func TestListedMetaIsFiltered(t *testing.T) {
+	identity := map[string]any{"name": "internal-github-mirror", "version": "7"}
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	up.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}, Meta: mcp.Meta{
+		"io.modelcontextprotocol/serverInfo": identity,
+		"openai/outputTemplate":              "ui://github/secret.html",
+		"links":                              []any{"ui://github/app.html", "UI://github/secret.html", "https://example.com"},
+		"ui":                                 map[string]any{"resourceUri": 42, "visibility": []any{"model"}},
+		"nested":                             map[string]any{"only": "ui://github/secret.html"},
+		"keep":                               "x",
+	}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	up.AddTool(&mcp.Tool{Name: "show_app", InputSchema: map[string]any{"type": "object"}, Meta: mcp.Meta{"other": "ui://github/secret.html"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	up.AddPrompt(&mcp.Prompt{Name: "summarize", Meta: mcp.Meta{"io.modelcontextprotocol/serverInfo": identity, "note": "ui://github/secret.html"}},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+	up.AddResource(&mcp.Resource{URI: "file:///srv/projects/a.txt", Name: "a", Meta: mcp.Meta{"io.modelcontextprotocol/x": 1, "k": "v"}},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+	up.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "repo://acme/{name}", Name: "repo", Meta: mcp.Meta{"io.modelcontextprotocol/x": 1, "preview": "ui://github/secret.html"}},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	tg := startGateway(t, func(c *Config) {
+		c.Upstreams = []Upstream{{Name: "github", Dial: dial}}
+		c.Consent = &grantAll{} // ui://github/app.html is readable, secret.html is not
+	})
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	ctx := context.Background()
+	asJSON := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"github__echo":     `{"keep":"x","links":["ui://github/app.html","https://example.com"],"ui":{"visibility":["model"]}}`,
+		"github__show_app": `null`,
+	}
+	for _, tool := range tools.Tools {
+		if got := asJSON(tool.Meta); got != want[tool.Name] {
+			t.Errorf("%s: _meta %s, want %s", tool.Name, got, want[tool.Name])
+		}
+	}
+	links := 0
+	for _, r := range tg.log.all() {
+		if r.Op == OpLink && r.Name == "ui://github/secret.html" {
+			links++
+		}
+	}
+	if links != 1 {
+		t.Errorf("the tools listing decided ui://github/secret.html %d times, want once", links)
+	}
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Meta != nil {
+		t.Errorf("prompts/list: %s, %v; want summarize without _meta", asJSON(prompts), err)
+	}
+	resources, err := cs.ListResources(ctx, nil)
+	if err != nil || len(resources.Resources) != 1 || asJSON(resources.Resources[0].Meta) != `{"k":"v"}` {
+		t.Errorf("resources/list: %s, %v; want a.txt with _meta {\"k\":\"v\"}", asJSON(resources), err)
+	}
+	templates, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].Meta != nil {
+		t.Errorf("resources/templates/list: %s, %v; want repo without _meta", asJSON(templates), err)
+	}
+}

@@ -160,6 +160,8 @@ type listing struct {
 	now       time.Time
 	principal string
 	recs      []Record
+	// links holds the link decisions made, by server and URI.
+	links map[string]bool
 }
 
 func (g *Gateway) listing(principal string) *listing {
@@ -218,7 +220,7 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 		func(u *upstream, tool *mcp.Tool) *mcp.Tool {
 			c := *tool
 			c.Name = Join(u.name, tool.Name)
-			c.Meta = ls.uiLinks(u.name, tool.Meta)
+			c.Meta = ls.listedMeta(u.name, tool.Meta)
 			return &c
 		})
 	if err != nil {
@@ -260,29 +262,36 @@ const (
 	metaUIFlatURI = "ui/resourceUri"
 )
 
-// uiLinks returns meta without the UI links the listing's principal may
-// not follow: a link to a resource the principal could not read is dropped
-// (a link that is not a string is dropped too). meta itself is never
-// modified.
-func (ls *listing) uiLinks(server string, meta mcp.Meta) mcp.Meta {
-	ui, hasUI := meta[metaUI].(map[string]any)
-	_, hasNested := ui[metaUIURI]
-	_, hasFlat := meta[metaUIFlatURI]
-	if !(hasUI && hasNested) && !hasFlat {
+// listedMeta returns the _meta of a listed item as the listing's
+// principal may see it: without the keys of the reserved namespace (the
+// upstream's identity), and without links to ui:// resources the
+// principal could not read. A link is SEP-1865's ui.resourceUri, the flat
+// key earlier drafts used, or any other string naming a ui:// URI, at any
+// depth (hosts have keys of their own); a ui.resourceUri that is not a
+// string is dropped too, and so is an object or list left empty by the
+// removals. meta itself is never modified.
+func (ls *listing) listedMeta(server string, meta mcp.Meta) mcp.Meta {
+	if len(meta) == 0 {
 		return meta
 	}
-	out := maps.Clone(meta)
-	if hasUI && hasNested && !ls.linkReadable(server, ui[metaUIURI]) {
-		ui = maps.Clone(ui)
-		delete(ui, metaUIURI)
-		if len(ui) == 0 {
-			delete(out, metaUI)
-		} else {
-			out[metaUI] = ui
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		if strings.HasPrefix(k, reservedMeta) || k == metaUIFlatURI && !ls.linkReadable(server, v) {
+			continue
 		}
-	}
-	if hasFlat && !ls.linkReadable(server, meta[metaUIFlatURI]) {
-		delete(out, metaUIFlatURI)
+		if ui, ok := v.(map[string]any); ok && k == metaUI {
+			if link, has := ui[metaUIURI]; has && !ls.linkReadable(server, link) {
+				ui = maps.Clone(ui)
+				delete(ui, metaUIURI)
+				if len(ui) == 0 {
+					continue
+				}
+				v = ui
+			}
+		}
+		if nv, keep := ls.withoutHiddenLinks(server, v); keep {
+			out[k] = nv
+		}
 	}
 	if len(out) == 0 {
 		return nil
@@ -290,13 +299,59 @@ func (ls *listing) uiLinks(server string, meta mcp.Meta) mcp.Meta {
 	return out
 }
 
+// withoutHiddenLinks returns v without the ui:// links the listing's
+// principal could not follow; keep is false when v is such a link, or an
+// object or list that held only such links.
+func (ls *listing) withoutHiddenLinks(server string, v any) (_ any, keep bool) {
+	switch x := v.(type) {
+	case string:
+		if len(x) >= len("ui://") && strings.EqualFold(x[:len("ui://")], "ui://") {
+			return x, ls.linkReadable(server, x)
+		}
+	case map[string]any:
+		if len(x) == 0 {
+			return x, true
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if ne, keep := ls.withoutHiddenLinks(server, e); keep {
+				out[k] = ne
+			}
+		}
+		return out, len(out) > 0
+	case []any:
+		if len(x) == 0 {
+			return x, true
+		}
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if ne, keep := ls.withoutHiddenLinks(server, e); keep {
+				out = append(out, ne)
+			}
+		}
+		return out, len(out) > 0
+	}
+	return v, true
+}
+
 func (ls *listing) linkReadable(server string, link any) bool {
 	uri, ok := link.(string)
 	if !ok {
 		return false
 	}
+	// A listing decides (and logs) each link once, however many items
+	// carry it.
+	key := server + "\x00" + uri
+	if readable, ok := ls.links[key]; ok {
+		return readable
+	}
 	d := ls.decide(server, runtime.Resource, uri, OpLink)
-	return d.Effect == runtime.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
+	readable := d.Effect == runtime.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
+	if ls.links == nil {
+		ls.links = map[string]bool{}
+	}
+	ls.links[key] = readable
+	return readable
 }
 
 // authorizedCall is a tools/call the table and the catalogue let through.
@@ -595,11 +650,13 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 		}
 	}
 	// A prompt is never held: one on approval is not listed.
-	prompts, err := listNamed(g.listing(principal), runtime.Prompt, runtime.Allow,
+	ls := g.listing(principal)
+	prompts, err := listNamed(ls, runtime.Prompt, runtime.Allow,
 		func(c *catalogue) []*mcp.Prompt { return c.prompts }, func(p *mcp.Prompt) string { return p.Name },
 		func(u *upstream, p *mcp.Prompt) *mcp.Prompt {
 			c := *p
 			c.Name = Join(u.name, p.Name)
+			c.Meta = ls.listedMeta(u.name, p.Meta)
 			return &c
 		})
 	if err != nil {
@@ -667,7 +724,12 @@ func (g *Gateway) listResources(principal string, r *mcp.ListResourcesRequest) (
 		}
 	}
 	rs, err := listByURI(g, principal, func(c *catalogue) []*mcp.Resource { return c.resources },
-		func(r *mcp.Resource) string { return r.URI })
+		func(r *mcp.Resource) string { return r.URI },
+		func(ls *listing, server string, r *mcp.Resource) *mcp.Resource {
+			c := *r
+			c.Meta = ls.listedMeta(server, r.Meta)
+			return &c
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -685,7 +747,12 @@ func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRe
 		}
 	}
 	ts, err := listByURI(g, principal, func(c *catalogue) []*mcp.ResourceTemplate { return c.templates },
-		func(t *mcp.ResourceTemplate) string { return t.URITemplate })
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
+		func(ls *listing, server string, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+			c := *t
+			c.Meta = ls.listedMeta(server, t.Meta)
+			return &c
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -693,9 +760,10 @@ func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRe
 }
 
 // listByURI lists the resources (or templates) of every upstream that the
-// table allows principal to see. A URI belongs to the first upstream that
-// lists it, as in route, even while that upstream is down.
-func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, uri func(T) string) ([]T, error) {
+// table allows principal to see, as the copies copyAs makes of them. A URI
+// belongs to the first upstream that lists it, as in route, even while that
+// upstream is down.
+func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, uri func(T) string, copyAs func(*listing, string, T) T) ([]T, error) {
 	ls := g.listing(principal)
 	out := []T{}
 	seen := map[string]bool{}
@@ -717,7 +785,7 @@ func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, 
 			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
 				continue
 			}
-			out = append(out, it)
+			out = append(out, copyAs(ls, u.name, it))
 		}
 	}
 	if err := ls.log(); err != nil {

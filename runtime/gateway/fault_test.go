@@ -53,7 +53,12 @@ func TestCrashedUpstreamIsRestarted(t *testing.T) {
 	tg := startGateway(t, nil)
 	cs := tg.client(t, "alice", legacyVersion, nil)
 	tg.github.kill()
-	eventually(t, 5*time.Second, "github to be seen down", func() bool { up, _ := tg.Upstream("github"); return !up || len(tg.github.sessions) > 1 })
+	eventually(t, 5*time.Second, "github to be seen down", func() bool {
+		up, _ := tg.Upstream("github")
+		tg.github.mu.Lock()
+		defer tg.github.mu.Unlock()
+		return !up || len(tg.github.sessions) > 1
+	})
 	// While it is down (or as soon as it is back) nothing else suffers.
 	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
 		t.Errorf("linear__echo while github is down: %q", msg)

@@ -436,3 +436,48 @@ func TestListedMetaIsFiltered(t *testing.T) {
 		t.Errorf("resources/templates/list: %s, %v; want repo without _meta", asJSON(templates), err)
 	}
 }
+
+// TestListChangedOnlyForVisibleChanges: a principal is told its tools
+// changed when its listing did, not when an upstream added a tool it may
+// not see.
+func TestListChangedOnlyForVisibleChanges(t *testing.T) {
+	tg := startGateway(t, nil)
+	changed := make(chan struct{}, 10)
+	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	before := toolNames(t, cs)
+	tg.github.AddTool("zz_hidden") // no rule allows it
+	eventually(t, 5*time.Second, "the gateway to re-list github", func() bool {
+		st := tg.byName["github"].snapshot()
+		return st.cat != nil && st.cat.toolIdx["zz_hidden"] != nil
+	})
+	select {
+	case <-changed:
+		t.Error("alice was told her tools changed when only a tool she may not see was added")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if after := toolNames(t, cs); !slices.Equal(before, after) {
+		t.Errorf("alice's listing changed: %v → %v", before, after)
+	}
+	tg.github.AddTool("list_more") // allowed by "list_*"
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("alice was not told when a tool she may see was added")
+	}
+	if !slices.Contains(toolNames(t, cs), "github__list_more") {
+		t.Error("github__list_more is not listed")
+	}
+	// Only alice's two listings since zz_hidden came are logged, not the
+	// listings made to compare.
+	n := 0
+	for _, r := range tg.log.all() {
+		if r.Name == "zz_hidden" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("zz_hidden was decided in %d logged records, want 2 (alice's two listings)", n)
+	}
+}

@@ -25,6 +25,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,6 +154,13 @@ type Gateway struct {
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // one per principal
 
+	// shown holds, per principal, the digests of the listings it was last
+	// told of (listsChanged); nextUnknown numbers listings whose digest
+	// could not be taken.
+	shownMu     sync.Mutex
+	shown       map[string][len(listBits)]string
+	nextUnknown atomic.Uint64
+
 	progress sync.Map // gateway progress token (string) → progressTarget
 
 	held heldCalls // the holds of each HTTP session, to end when it does
@@ -214,7 +223,7 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 		return nil, nil, err
 	}
 	cfg.setDefaults()
-	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*mcp.Server{}}
+	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*mcp.Server{}, shown: map[string][len(listBits)]string{}}
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -417,14 +426,24 @@ func (g *Gateway) watchExpiry(t *runtime.Table) {
 	if !ok {
 		return
 	}
-	g.expiry = time.AfterFunc(max(at.Sub(g.now()), 0), func() {
+	var expired func()
+	expired = func() {
 		if g.table.Load() != t {
+			return
+		}
+		if left := at.Sub(g.now()); left > 0 { // the clock was behind the timer
+			g.reloadMu.Lock()
+			if g.table.Load() == t {
+				g.expiry = time.AfterFunc(left, expired)
+			}
+			g.reloadMu.Unlock()
 			return
 		}
 		g.logger.Error("the serving table has expired: every request is denied until a newer signed table is loaded (SIGHUP)",
 			"table_serial", t.Serial(), "table_digest", t.Digest(), "expired", at.UTC().Format(time.RFC3339))
 		g.listsChanged(listAll)
-	})
+	}
+	g.expiry = time.AfterFunc(max(at.Sub(g.now()), 0), expired)
 }
 
 // replaces reports why t may not replace cur, the serving table, or nil.
@@ -498,6 +517,12 @@ func (g *Gateway) serverFor(principal string) *mcp.Server {
 	})
 	s.AddReceivingMiddleware(g.middleware(principal))
 	g.servers[principal] = s
+	// What the principal's first listings show is what any later change
+	// is compared with.
+	digests := g.listingDigests(principal, listAll)
+	g.shownMu.Lock()
+	g.shown[principal] = digests
+	g.shownMu.Unlock()
 	return s
 }
 
@@ -524,26 +549,87 @@ func placeholderResourceHandler(context.Context, *mcp.ReadResourceRequest) (*mcp
 	return nil, errors.New("not served")
 }
 
-// listsChanged tells every client that the listings of which may have
-// changed: an upstream came or went or re-listed, or the table changed.
+// listsChanged tells the clients whose listings of which changed that they
+// did: an upstream came or went or re-listed, the table changed or
+// expired. A principal is told only when what it would be listed differs
+// from what it was when it was last told (or when its first session
+// came), so that changes to items it may not see tell it nothing. (A
+// listing that changes and changes back before this runs tells nothing;
+// a client that listed in between keeps a stale listing until the next
+// change. Every request is decided on its own, so nothing hidden becomes
+// reachable by it.)
 func (g *Gateway) listsChanged(which int) {
 	g.mu.Lock()
-	servers := make([]*mcp.Server, 0, len(g.servers))
-	for _, s := range g.servers {
-		servers = append(servers, s)
+	principals := make([]string, 0, len(g.servers))
+	for p := range g.servers {
+		principals = append(principals, p)
 	}
 	g.mu.Unlock()
-	for _, s := range servers {
-		if which&listTools != 0 {
-			s.AddTool(placeholderTool, placeholderToolHandler)
+	g.shownMu.Lock()
+	defer g.shownMu.Unlock()
+	for _, p := range principals {
+		g.mu.Lock()
+		s := g.servers[p]
+		g.mu.Unlock()
+		now := g.listingDigests(p, which)
+		last := g.shown[p]
+		for i, bit := range listBits {
+			if which&bit == 0 || now[i] == last[i] {
+				continue
+			}
+			switch bit {
+			case listTools:
+				s.AddTool(placeholderTool, placeholderToolHandler)
+			case listPrompts:
+				s.AddPrompt(placeholderPrompt, placeholderPromptHandler)
+			case listResources:
+				s.AddResource(placeholderResource, placeholderResourceHandler)
+			}
+			last[i] = now[i]
 		}
-		if which&listPrompts != 0 {
-			s.AddPrompt(placeholderPrompt, placeholderPromptHandler)
-		}
-		if which&listResources != 0 {
-			s.AddResource(placeholderResource, placeholderResourceHandler)
-		}
+		g.shown[p] = last
 	}
+}
+
+// listBits are the listings listsChanged tracks, in the order of a
+// listingDigests.
+var listBits = [...]int{listTools, listPrompts, listResources}
+
+// listingDigests returns, for each listing of which, a digest of what
+// principal would be listed now (resources with templates); the others are
+// empty. The listings are made dry: no decision of theirs is logged.
+func (g *Gateway) listingDigests(principal string, which int) (out [len(listBits)]string) {
+	for i, bit := range listBits {
+		if which&bit == 0 {
+			continue
+		}
+		ls := g.listing(principal)
+		ls.dry = true
+		var v any
+		var err error
+		switch bit {
+		case listTools:
+			v, err = g.tools(ls)
+		case listPrompts:
+			v, err = g.prompts(ls)
+		case listResources:
+			var rs []*mcp.Resource
+			var ts []*mcp.ResourceTemplate
+			if rs, err = g.resources(ls); err == nil {
+				ts, err = g.templates(ls)
+			}
+			v = []any{rs, ts}
+		}
+		b, jerr := json.Marshal(v)
+		if err != nil || jerr != nil {
+			// Unknown: count it as changed, so that clients look.
+			out[i] = fmt.Sprintf("unknown %d", g.nextUnknown.Add(1))
+			continue
+		}
+		sum := sha256.Sum256(b)
+		out[i] = string(sum[:])
+	}
+	return out
 }
 
 // progressTarget is where progress of one forwarded request goes back to.

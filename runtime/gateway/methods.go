@@ -162,6 +162,9 @@ type listing struct {
 	recs      []Record
 	// links holds the link decisions made, by server and URI.
 	links map[string]bool
+	// dry is set for a listing no client asked for (to see whether a
+	// principal's listing changed): it decides without logging.
+	dry bool
 }
 
 func (g *Gateway) listing(principal string) *listing {
@@ -169,15 +172,21 @@ func (g *Gateway) listing(principal string) *listing {
 }
 
 // decide decides one item; the decision takes effect only if log succeeds.
+// A dry listing keeps no records.
 func (l *listing) decide(server string, kind runtime.Kind, name string, op Op) runtime.Decision {
 	d := tableDecide(l.t, l.now, l.principal, server, kind, name)
-	l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
+	if !l.dry {
+		l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
+	}
 	return d
 }
 
 // log records every decision of the listing. When it fails, the listing
 // is not answered.
 func (l *listing) log() error {
+	if l.dry {
+		return nil
+	}
 	var err error
 	if bl, ok := l.g.cfg.Log.(BatchLog); ok {
 		err = bl.LogAll(l.recs)
@@ -213,9 +222,17 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 			return nil, err
 		}
 	}
-	ls := g.listing(principal)
+	tools, err := g.tools(g.listing(principal))
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListToolsResult{Cacheable: private, Tools: tools}, nil
+}
+
+// tools is the tools listing of ls's principal.
+func (g *Gateway) tools(ls *listing) ([]*mcp.Tool, error) {
 	// Held tools are listed: the hold happens on the call.
-	tools, err := listNamed(ls, runtime.Tool, runtime.Approve,
+	return listNamed(ls, runtime.Tool, runtime.Approve,
 		func(c *catalogue) []*mcp.Tool { return c.tools }, func(tool *mcp.Tool) string { return tool.Name },
 		func(u *upstream, tool *mcp.Tool) *mcp.Tool {
 			c := *tool
@@ -223,10 +240,6 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 			c.Meta = ls.listedMeta(u.name, tool.Meta)
 			return &c
 		})
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ListToolsResult{Cacheable: private, Tools: tools}, nil
 }
 
 // listNamed lists the items of every connected upstream whose decision for
@@ -649,9 +662,17 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 			return nil, err
 		}
 	}
+	prompts, err := g.prompts(g.listing(principal))
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListPromptsResult{Cacheable: private, Prompts: prompts}, nil
+}
+
+// prompts is the prompts listing of ls's principal.
+func (g *Gateway) prompts(ls *listing) ([]*mcp.Prompt, error) {
 	// A prompt is never held: one on approval is not listed.
-	ls := g.listing(principal)
-	prompts, err := listNamed(ls, runtime.Prompt, runtime.Allow,
+	return listNamed(ls, runtime.Prompt, runtime.Allow,
 		func(c *catalogue) []*mcp.Prompt { return c.prompts }, func(p *mcp.Prompt) string { return p.Name },
 		func(u *upstream, p *mcp.Prompt) *mcp.Prompt {
 			c := *p
@@ -659,10 +680,6 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 			c.Meta = ls.listedMeta(u.name, p.Meta)
 			return &c
 		})
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ListPromptsResult{Cacheable: private, Prompts: prompts}, nil
 }
 
 func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPromptRequest) (mcp.Result, error) {
@@ -723,17 +740,22 @@ func (g *Gateway) listResources(principal string, r *mcp.ListResourcesRequest) (
 			return nil, err
 		}
 	}
-	rs, err := listByURI(g, principal, func(c *catalogue) []*mcp.Resource { return c.resources },
-		func(r *mcp.Resource) string { return r.URI },
-		func(ls *listing, server string, r *mcp.Resource) *mcp.Resource {
-			c := *r
-			c.Meta = ls.listedMeta(server, r.Meta)
-			return &c
-		})
+	rs, err := g.resources(g.listing(principal))
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.ListResourcesResult{Cacheable: private, Resources: rs}, nil
+}
+
+// resources is the resources listing of ls's principal.
+func (g *Gateway) resources(ls *listing) ([]*mcp.Resource, error) {
+	return listByURI(ls, func(c *catalogue) []*mcp.Resource { return c.resources },
+		func(r *mcp.Resource) string { return r.URI },
+		func(server string, r *mcp.Resource) *mcp.Resource {
+			c := *r
+			c.Meta = ls.listedMeta(server, r.Meta)
+			return &c
+		})
 }
 
 // listTemplates lists resource templates. A template is decided by its
@@ -746,25 +768,30 @@ func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRe
 			return nil, err
 		}
 	}
-	ts, err := listByURI(g, principal, func(c *catalogue) []*mcp.ResourceTemplate { return c.templates },
-		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-		func(ls *listing, server string, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
-			c := *t
-			c.Meta = ls.listedMeta(server, t.Meta)
-			return &c
-		})
+	ts, err := g.templates(g.listing(principal))
 	if err != nil {
 		return nil, err
 	}
 	return &mcp.ListResourceTemplatesResult{Cacheable: private, ResourceTemplates: ts}, nil
 }
 
+// templates is the resource templates listing of ls's principal.
+func (g *Gateway) templates(ls *listing) ([]*mcp.ResourceTemplate, error) {
+	return listByURI(ls, func(c *catalogue) []*mcp.ResourceTemplate { return c.templates },
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
+		func(server string, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+			c := *t
+			c.Meta = ls.listedMeta(server, t.Meta)
+			return &c
+		})
+}
+
 // listByURI lists the resources (or templates) of every upstream that the
-// table allows principal to see, as the copies copyAs makes of them. A URI
+// table allows ls's principal to see, as the copies copyAs makes of them. A URI
 // belongs to the first upstream that lists it, as in route, even while that
 // upstream is down.
-func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, uri func(T) string, copyAs func(*listing, string, T) T) ([]T, error) {
-	ls := g.listing(principal)
+func listByURI[T any](ls *listing, items func(*catalogue) []T, uri func(T) string, copyAs func(string, T) T) ([]T, error) {
+	g := ls.g
 	out := []T{}
 	seen := map[string]bool{}
 	for _, u := range g.ups {
@@ -785,7 +812,7 @@ func listByURI[T any](g *Gateway, principal string, items func(*catalogue) []T, 
 			if d.Effect != runtime.Allow || d.Consent && g.cfg.Consent == nil {
 				continue
 			}
-			out = append(out, copyAs(ls, u.name, it))
+			out = append(out, copyAs(u.name, it))
 		}
 	}
 	if err := ls.log(); err != nil {

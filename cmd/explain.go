@@ -151,6 +151,7 @@ type explainJSON struct {
 	ConsentChannel         string        `json:"consent_channel,omitempty"`
 	Scopes                 []string      `json:"scopes"`
 	Beaten                 []explainRule `json:"beaten"`
+	NormalForm             string        `json:"normal_form,omitempty"`
 }
 
 func writeExplainJSON(w io.Writer, ex runtime.Explanation) error {
@@ -158,7 +159,7 @@ func writeExplainJSON(w io.Writer, ex runtime.Explanation) error {
 	out := explainJSON{
 		Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope, Origin: d.Origin,
 		ApprovalTimeoutSeconds: d.ApprovalTimeoutSeconds, ApprovalChannel: d.ApprovalChannel,
-		ConsentChannel: d.ConsentChannel, Scopes: ex.Scopes, Beaten: []explainRule{},
+		ConsentChannel: d.ConsentChannel, Scopes: ex.Scopes, Beaten: []explainRule{}, NormalForm: ex.Normal,
 	}
 	if out.Scopes == nil {
 		out.Scopes = []string{}
@@ -200,8 +201,20 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 		} else {
 			fmt.Fprintf(w, "  decided by: not on the allow_list of %s (%s)\n", d.Scope, where(d.Origin))
 		}
+	case runtime.URINotNormal:
+		switch {
+		case ex.Normal == "":
+			fmt.Fprintf(w, "  decided by: uri not in normal form: it holds a control character, or is still escaped after three rounds of decoding\n")
+		case d.Rule != nil:
+			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies its normal form\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
+		default:
+			fmt.Fprintf(w, "  decided by: uri not in normal form: no rule allows its normal form (%s)\n", where(d.Origin))
+		}
 	default:
 		fmt.Fprintf(w, "  decided by: %s\n", d.Reason)
+	}
+	if ex.Normal != "" {
+		fmt.Fprintf(w, "  normal form: %q (decided too: an upstream may read the URI so)\n", ex.Normal)
 	}
 	if d.Effect == runtime.Approve {
 		fmt.Fprintf(w, "  approval:   held up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)

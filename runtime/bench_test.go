@@ -118,6 +118,16 @@ func TestDecideAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("Decide allocates %.1f times per run; want 0", allocs)
 	}
+	// A resource URI in normal form is decided as written only.
+	uris := []string{"file:///srv/projects/app/main.go", "repo://acme/widgets?ref=main", "ui://files/app.html", "mem:notes/today"}
+	allocs = testing.AllocsPerRun(200, func() {
+		for _, u := range uris {
+			rt.Decide("", gen.Servers[1], runtime.Resource, u)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("Decide allocates %.1f times per run on resource URIs in normal form; want 0", allocs)
+	}
 }
 
 // TestGeneratedGroupsNarrow checks the generated groups the named benchmark

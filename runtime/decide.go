@@ -111,7 +111,7 @@ const (
 	TableExpired
 	// URINotNormal: a resource URI allowed as written whose normal form
 	// (decoded, cleaned) is denied: an upstream might read it as that
-	// form. The gateway decides it; Decide does not.
+	// form.
 	URINotNormal
 )
 
@@ -235,8 +235,18 @@ func (t *Table) Expired(now time.Time) bool {
 }
 
 // Decide returns the decision for principal calling (or listing, or
-// fetching) name of kind on server. It allocates nothing.
-func (t *Table) Decide(principal, server string, kind Kind, name string) (d Decision) {
+// fetching) name of kind on server. A resource URI is decided as written
+// and in its normal form (see decideURI). It allocates nothing, but for a
+// resource URI that may not be in normal form.
+func (t *Table) Decide(principal, server string, kind Kind, name string) Decision {
+	if kind == Resource {
+		return t.decideURI(principal, server, name)
+	}
+	return t.decide(principal, server, kind, name)
+}
+
+// decide is Decide on name as written.
+func (t *Table) decide(principal, server string, kind Kind, name string) (d Decision) {
 	if kind >= numKinds {
 		return Decision{Effect: Deny, Reason: UnknownKind}
 	}

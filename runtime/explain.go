@@ -17,6 +17,9 @@ type Explanation struct {
 	Scopes []string
 	// Beaten are the matching rules that did not decide.
 	Beaten []Match
+	// Normal is the normal form of a resource URI that is not in normal
+	// form, decided too (see Decide); "" otherwise.
+	Normal string
 }
 
 // Explain decides like Decide and also lists the rules the decision beat.
@@ -25,6 +28,11 @@ func (t *Table) Explain(principal, server string, kind Kind, name string) Explan
 	ex := Explanation{Decision: t.Decide(principal, server, kind, name)}
 	if kind >= numKinds {
 		return ex
+	}
+	if kind == Resource {
+		if n, ok := normalURI(name); ok && n != name {
+			ex.Normal = n
+		}
 	}
 	slot := t.viewOf(principal).servers.get(server)
 	if slot == nil {

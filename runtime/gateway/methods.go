@@ -109,17 +109,8 @@ func (g *Gateway) decide(t *runtime.Table, principal, server string, kind runtim
 }
 
 // tableDecide is t's decision at now: nothing is allowed once the table
-// has expired, and a resource URI is decided in its normal form too
-// (uriDecide).
+// has expired.
 func tableDecide(t *runtime.Table, now time.Time, principal, server string, kind runtime.Kind, name string) runtime.Decision {
-	if kind == runtime.Resource {
-		return uriDecide(t, now, principal, server, name)
-	}
-	return tableDecideExact(t, now, principal, server, kind, name)
-}
-
-// tableDecideExact is t's decision on name as written, at now.
-func tableDecideExact(t *runtime.Table, now time.Time, principal, server string, kind runtime.Kind, name string) runtime.Decision {
 	if t.Expired(now) {
 		return runtime.Decision{Effect: runtime.Deny, Reason: runtime.TableExpired}
 	}

@@ -1,40 +1,34 @@
-package gateway
+package runtime
 
-import (
-	"strings"
-	"time"
-
-	"github.com/policyc/policyc/runtime"
-)
+import "strings"
 
 // A resource URI is decided as written, but an upstream may read it
 // otherwise: a file server decodes percent-escapes, reads a backslash as a
 // separator, cleans "." and ".." segments and repeated slashes, ignores the
 // case of the scheme and host. So that a URI cannot reach, under another
-// spelling, what the table denies, the gateway also decides the URI in
+// spelling, what the table denies, Decide also decides a resource URI in
 // that reading (normalURI) and allows it only when both are allowed.
 
-// uriDecide is the decision on reading (or listing, or linking to) the
-// resource uri: the table's decision on uri as written, turned into a deny
-// with the reason URINotNormal when its normal form is denied. When the
-// normal form ends in a slash that uri's path spelt as a slash, the form
-// without it is decided too, and a deny rule matching it denies uri: a
-// server may read "/a/.env/" as "/a/.env". (Only a rule counts there, not
-// a default: "file:///srv/" names the directory a rule for "file:///srv/*"
-// means.)
-func uriDecide(t *runtime.Table, now time.Time, principal, server, uri string) runtime.Decision {
-	d := tableDecideExact(t, now, principal, server, runtime.Resource, uri)
-	if d.Effect != runtime.Allow {
+// decideURI is the decision on the resource uri: the decision on uri as
+// written, turned into a deny with the reason URINotNormal when its normal
+// form is denied. When the normal form ends in a slash that uri's path
+// spelt as a slash, the form without it is decided too, and a deny rule
+// matching it denies uri: a server may read "/a/.env/" as "/a/.env". (Only
+// a rule counts there, not a default: "file:///srv/" names the directory a
+// rule for "file:///srv/*" means.)
+func (t *Table) decideURI(principal, server, uri string) Decision {
+	d := t.decide(principal, server, Resource, uri)
+	if d.Effect != Allow || !mayNotBeNormal(uri) {
 		return d
 	}
 	n, ok := normalURI(uri)
 	if !ok {
-		return runtime.Decision{Effect: runtime.Deny, Reason: runtime.URINotNormal}
+		return Decision{Effect: Deny, Reason: URINotNormal}
 	}
 	if n != uri {
-		dn := tableDecideExact(t, now, principal, server, runtime.Resource, n)
-		if dn.Effect != runtime.Allow {
-			dn.Effect, dn.Reason = runtime.Deny, runtime.URINotNormal
+		dn := t.decide(principal, server, Resource, n)
+		if dn.Effect != Allow {
+			dn.Effect, dn.Reason = Deny, URINotNormal
 			return dn
 		}
 		// A spelling of a ui:// resource needs what the ui:// resource
@@ -44,12 +38,67 @@ func uriDecide(t *runtime.Table, now time.Time, principal, server, uri string) r
 		}
 	}
 	if trimmed, ok := strings.CutSuffix(n, "/"); ok && !strings.HasSuffix(trimmed, "/") {
-		if dt := tableDecideExact(t, now, principal, server, runtime.Resource, trimmed); dt.Effect == runtime.Deny && dt.Reason == runtime.ByRule {
-			dt.Reason = runtime.URINotNormal
+		if dt := t.decide(principal, server, Resource, trimmed); dt.Effect == Deny && dt.Reason == ByRule {
+			dt.Reason = URINotNormal
 			return dt
 		}
 	}
 	return d
+}
+
+// mayNotBeNormal reports, without allocating, whether uri could differ
+// from its normal form (it reads uri as normalOnce does) or ends in a
+// slash. It is false for the usual URI: scheme and host in lower case, no
+// escapes, backslashes or control characters, and a path without empty,
+// "." or ".." segments.
+func mayNotBeNormal(uri string) bool {
+	if strings.HasSuffix(uri, "/") {
+		return true
+	}
+	for i := range len(uri) {
+		if c := uri[i]; c == '%' || c == '\\' || c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	rest := 0 // where what follows the scheme starts
+	if i := strings.IndexByte(uri, ':'); i > 0 && !strings.ContainsAny(uri[:i], "/?#") {
+		rest = i + 1
+	}
+	path := rest // where the path starts: the scheme and authority end
+	if strings.HasPrefix(uri[rest:], "//") {
+		path = len(uri)
+		if j := strings.IndexAny(uri[rest+2:], "/?#"); j >= 0 {
+			path = rest + 2 + j
+		}
+	}
+	for i := range path {
+		if c := uri[i]; 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	end := len(uri)
+	if k := strings.IndexAny(uri[path:], "?#"); k >= 0 {
+		end = path + k
+	}
+	return !pathIsClean(uri[path:end])
+}
+
+// pathIsClean reports, without allocating, whether cleanPath(p) is p: no
+// "." or ".." segment, and no empty one but for a leading or trailing
+// slash.
+func pathIsClean(p string) bool {
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		seg := p[start:i]
+		if seg == "." || seg == ".." || seg == "" && start != 0 && i != len(p) {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // normalURI is uri as a lenient upstream might read it: percent-escapes
@@ -92,7 +141,7 @@ func normalOnce(uri string) (n string, ok bool) {
 	var b strings.Builder
 	rest := s
 	if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "/?#") {
-		b.WriteString(strings.ToLower(s[:i+1]))
+		b.WriteString(asciiLower(s[:i+1]))
 		rest = s[i+1:]
 	}
 	if after, ok := strings.CutPrefix(rest, "//"); ok {
@@ -101,7 +150,7 @@ func normalOnce(uri string) (n string, ok bool) {
 			j = len(after)
 		}
 		b.WriteString("//")
-		b.WriteString(strings.ToLower(after[:j]))
+		b.WriteString(asciiLower(after[:j]))
 		rest = after[j:]
 	}
 	k := strings.IndexAny(rest, "?#")
@@ -175,6 +224,17 @@ func unhex(c byte) byte {
 		return c - 'A' + 10
 	}
 	return c - 'a' + 10
+}
+
+// asciiLower is s with A-Z in lower case, and every other byte as it is.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 func hasControl(s string) bool {

@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -479,5 +481,42 @@ func TestListChangedOnlyForVisibleChanges(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("zz_hidden was decided in %d logged records, want 2 (alice's two listings)", n)
+	}
+}
+
+// TestConnectWhileListsChange: sessions of new principals connect while
+// listings change (re-lists, reloads): nothing deadlocks, and every new
+// principal is told of later changes to its own listing.
+func TestConnectWhileListsChange(t *testing.T) {
+	tg := startGateway(t, nil)
+	for i := range 100 {
+		tg.github.AddTool(fmt.Sprintf("list_%03d", i))
+	}
+	eventually(t, 5*time.Second, "the gateway to list the new tools", func() bool {
+		st := tg.byName["github"].snapshot()
+		return st.cat != nil && st.cat.toolIdx["list_099"] != nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for w := range 3 {
+			wg.Go(func() {
+				for i := range 15 {
+					tg.client(t, fmt.Sprintf("p%d-%d", w, i), legacyVersion, nil)
+				}
+			})
+			wg.Go(func() {
+				for range 15 {
+					tg.listsChanged(listAll)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("connecting new principals while listings change did not finish: a deadlock")
 	}
 }

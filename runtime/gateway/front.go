@@ -471,7 +471,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if ti == nil || ti.UserID == "" {
 			return nil // unreachable behind RequireBearerToken
 		}
-		return g.serverFor(ti.UserID)
+		return g.sessionServer(ti.UserID)
 	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: idle})
 	// A client that deletes its session ends the calls it holds for
 	// approval first: the SDK answers the DELETE once the session's calls

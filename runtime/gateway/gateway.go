@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -145,8 +146,10 @@ type Gateway struct {
 
 	table    atomic.Pointer[runtime.Table]
 	reloadMu sync.Mutex
-	// expiry fires when the serving table expires (under reloadMu).
+	// expiry fires when the serving table expires; closed is set by
+	// Close, after which no timer is armed (both under reloadMu).
 	expiry *time.Timer
+	closed bool
 
 	ups    []*upstream
 	byName map[string]*upstream
@@ -433,7 +436,7 @@ func (g *Gateway) watchExpiry(t *runtime.Table) {
 		}
 		if left := at.Sub(g.now()); left > 0 { // the clock was behind the timer
 			g.reloadMu.Lock()
-			if g.table.Load() == t {
+			if g.table.Load() == t && !g.closed {
 				g.expiry = time.AfterFunc(left, expired)
 			}
 			g.reloadMu.Unlock()
@@ -466,6 +469,7 @@ func (g *Gateway) replaces(t, cur *runtime.Table) error {
 // Close stops the upstreams and waits for their supervisors.
 func (g *Gateway) Close() error {
 	g.reloadMu.Lock()
+	g.closed = true
 	if g.expiry != nil {
 		g.expiry.Stop()
 	}
@@ -496,16 +500,34 @@ func (g *Gateway) Connect(ctx context.Context, principal string, t mcp.Transport
 	if !table.ValidPrincipal(principal) {
 		return nil, fmt.Errorf("principal %q: a principal is a name of letters, digits and '.', '_', '@', '+', ':', '/', '-', starting with a letter or digit", principal)
 	}
-	return g.serverFor(principal).Connect(ctx, t, nil)
+	return g.sessionServer(principal).Connect(ctx, t, nil)
+}
+
+// sessionServer returns the server a new session of principal connects
+// to. When the principal has no session yet, what its first listings show
+// is taken as what any later change is compared with (listsChanged).
+func (g *Gateway) sessionServer(principal string) *mcp.Server {
+	s, fresh := g.serverFor(principal)
+	if fresh {
+		digests := g.listingDigests(principal, listAll)
+		g.shownMu.Lock()
+		g.shown[principal] = digests
+		g.shownMu.Unlock()
+	}
+	return s
 }
 
 // serverFor returns the MCP server of principal's sessions: the principal
-// is fixed per server, so no request can speak for another.
-func (g *Gateway) serverFor(principal string) *mcp.Server {
+// is fixed per server, so no request can speak for another. fresh is set
+// when the server has no session yet.
+func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.servers[principal]; s != nil {
-		return s
+		for range s.Sessions() {
+			return s, false
+		}
+		return s, true
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "policyc-gateway", Version: g.cfg.Version}, &mcp.ServerOptions{
 		Logger: g.sdkLogger,
@@ -517,13 +539,7 @@ func (g *Gateway) serverFor(principal string) *mcp.Server {
 	})
 	s.AddReceivingMiddleware(g.middleware(principal))
 	g.servers[principal] = s
-	// What the principal's first listings show is what any later change
-	// is compared with.
-	digests := g.listingDigests(principal, listAll)
-	g.shownMu.Lock()
-	g.shown[principal] = digests
-	g.shownMu.Unlock()
-	return s
+	return s, true
 }
 
 // The SDK sends list_changed notifications when a server's own feature set
@@ -560,17 +576,22 @@ func placeholderResourceHandler(context.Context, *mcp.ReadResourceRequest) (*mcp
 // reachable by it.)
 func (g *Gateway) listsChanged(which int) {
 	g.mu.Lock()
-	principals := make([]string, 0, len(g.servers))
-	for p := range g.servers {
-		principals = append(principals, p)
-	}
+	servers := maps.Clone(g.servers)
 	g.mu.Unlock()
+	// g.mu is never taken while shownMu is held.
 	g.shownMu.Lock()
 	defer g.shownMu.Unlock()
-	for _, p := range principals {
-		g.mu.Lock()
-		s := g.servers[p]
-		g.mu.Unlock()
+	for p, s := range servers {
+		live := false
+		for range s.Sessions() {
+			live = true
+			break
+		}
+		if !live {
+			// No one to tell; its next first session takes the digests
+			// afresh (Connect).
+			continue
+		}
 		now := g.listingDigests(p, which)
 		last := g.shown[p]
 		for i, bit := range listBits {

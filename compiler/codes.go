@@ -83,7 +83,7 @@ var Codes = []CodeInfo{
 	{CodeNotUTF8, CategorySource, Error, "a policy file is not valid UTF-8"},
 	{CodeSyntax, CategorySource, Error, "a policy file is not valid CUE"},
 	{CodeWrongPackage, CategorySource, Error, "a policy file is not in package policy"},
-	{CodeUnknownKey, CategorySchema, Error, "a key the schema does not define (often a misspelling)"},
+	{CodeUnknownKey, CategorySchema, Error, "a key the schema does not define (often a misspelling), or one written with a ? or ! marker"},
 	{CodeType, CategorySchema, Error, "a value of the wrong type or out of range"},
 	{CodeApprovalOnFetch, CategoryApproval, Error, "approval_list under prompt or resource: no approval hold exists on a fetch"},
 	{CodeInvalidGlob, CategorySchema, Error, "a pattern that is not a valid glob"},

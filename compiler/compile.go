@@ -63,7 +63,16 @@ type compilation struct {
 	policyDef cue.Value
 	parsed    *parsed
 	badKeys   map[string]bool
-	diags     []Diagnostic
+	// markedKeys are the keys written with a field constraint marker (?
+	// or !), and markedAt where: each is reported once.
+	markedKeys map[string]bool
+	markedAt   map[Position]bool
+	diags      []Diagnostic
+}
+
+func newCompilation(pkg, def string) *compilation {
+	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{},
+		markedKeys: map[string]bool{}, markedAt: map[Position]bool{}}
 }
 
 func (c *compilation) add(d Diagnostic) { c.diags = append(c.diags, d) }
@@ -88,7 +97,7 @@ func (e *Evaluation) KeyPos(dotted string) Position { return e.c.keyPos(dotted) 
 // policyc (lint configuration, gateway configuration) is read through it, so
 // all report problems the same way.
 func Evaluate(files []File, pkg, def string) *Evaluation {
-	c := &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{}}
+	c := newCompilation(pkg, def)
 	v := c.evaluate(files)
 	SortDiagnostics(c.diags)
 	return &Evaluation{Value: v, Diagnostics: c.diags, c: c}
@@ -108,6 +117,7 @@ func (c *compilation) evaluate(files []File) cue.Value {
 		return cue.Value{}
 	}
 	v := c.ctx.BuildInstance(c.instance(c.parsed))
+	c.checkMarkedValues(v, nil)
 	if err := v.Err(); err != nil {
 		c.cueErrors(err, CodeType)
 		return v
@@ -140,7 +150,7 @@ func (c *compilation) schema() cue.Value {
 // Compile checks the policy sources and, when they hold no error, freezes
 // them into a table.
 func Compile(in Input) *Result {
-	c := &compilation{ctx: cuecontext.New(), def: "#Policy", pkg: PackageName, badKeys: map[string]bool{}}
+	c := newCompilation(PackageName, "#Policy")
 	res := &Result{}
 	defer func() {
 		SortDiagnostics(c.diags)

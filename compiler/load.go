@@ -194,6 +194,8 @@ func (c *compilation) cueErrors(err error, code string) {
 			}
 			d.Code = CodeUnknownKey
 			d.Message = fmt.Sprintf("%s: key not allowed here", dotted)
+		case c.markedKeys[dotted] && strings.Contains(msg, "required but not present"):
+			continue // the marker is reported: the field has no value because of it
 		case strings.HasPrefix(msg, "incomplete value"):
 			d.Message = fmt.Sprintf("%s: missing or incomplete value (%s)", dotted, msg)
 			d.Suggestion = "give it a concrete value"
@@ -321,16 +323,141 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 		if _, seen := c.parsed.keyPos[dotted]; !seen {
 			c.parsed.keyPos[dotted] = pos
 		}
+		marker := ""
+		if field.Constraint == token.OPTION || field.Constraint == token.NOT {
+			marker = field.Constraint.String()
+			c.markedKeys[dotted] = true
+			c.markedAt[pos] = true
+		}
 		child, ok := c.schemaChild(schema, name)
 		if !ok {
 			c.badKeys[dotted] = true
-			c.add(c.unknownKey(schema, keyPath, pos))
+			d := c.unknownKey(schema, keyPath, pos)
+			if marker != "" {
+				// One problem at a time for the key: fixed as suggested,
+				// it must still lose its marker.
+				also := fmt.Sprintf("the %s after the key has no meaning in %s either: write the key without it", marker, c.sourceNoun())
+				if d.Suggestion == "" {
+					d.Suggestion = also
+				} else {
+					d.Suggestion += " (" + also + ")"
+				}
+			}
+			c.add(d)
 			continue
+		}
+		if marker != "" {
+			c.add(c.markedKey(dotted, name, marker, pos))
 		}
 		if st, ok := field.Value.(*ast.StructLit); ok && child.IncompleteKind()&cue.StructKind != 0 {
 			c.walkStruct(st.Elts, child, keyPath)
 		}
 	}
+}
+
+// markedKey is the diagnostic for a key written with a field constraint
+// marker: name? (optional) or name! (required). In a schema these say whether
+// a key may be left out; in the data they make the field a constraint with
+// no value, so CUE leaves the key out and whatever it held would silently
+// not exist (a deny_list? denies nothing).
+func (c *compilation) markedKey(dotted, name, marker string, pos Position) Diagnostic {
+	kind := "optional"
+	if marker == "!" {
+		kind = "required"
+	}
+	what := c.sourceNoun()
+	if !ast.IsValidIdent(name) || strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_") {
+		name = strconv.Quote(name) // as it must be written
+	}
+	return Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted,
+		Message: fmt.Sprintf("%s%s: %s-field markers (%s) have no meaning in %s: CUE reads %s%s as a constraint, not a value, so it would silently set nothing",
+			dotted, marker, kind, marker, what, name, marker),
+		Suggestion: fmt.Sprintf("remove the %s and write %s: (the schema marks keys with ? or ! to say whether they may be left out; %s sets them without a marker)",
+			marker, name, what)}
+}
+
+// sourceNoun names what the sources being checked are, for messages.
+func (c *compilation) sourceNoun() string {
+	switch c.def {
+	case "#Policy":
+		return "a policy"
+	case "#LintConfig":
+		return "the lint configuration"
+	case "#Gateway":
+		return "a gateway configuration"
+	}
+	return "a configuration"
+}
+
+// checkMarkedValues reports the fields of the evaluated sources that are
+// optional or required constraints but hold data: fields written with a
+// marker in a definition, a hidden field or a comprehension that the key
+// check, which reads the syntax of plain fields, does not see. A field that
+// only constrains (an open list, a type) is the author's own schema, and is
+// left alone.
+func (c *compilation) checkMarkedValues(v cue.Value, path []string) {
+	if v.IncompleteKind()&cue.StructKind == 0 {
+		return
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		sel := it.Selector()
+		if sel.LabelType() != cue.StringLabel {
+			continue
+		}
+		name := sel.Unquoted()
+		keyPath := append(append([]string(nil), path...), name)
+		dotted := strings.Join(keyPath, ".")
+		if c.reportedKey(dotted) {
+			continue
+		}
+		fv := it.Value()
+		if ct := sel.ConstraintType(); ct&(cue.OptionalConstraint|cue.RequiredConstraint) != 0 && !c.markedKeys[dotted] && holdsData(fv) {
+			marker := "?"
+			if ct&cue.RequiredConstraint != 0 {
+				marker = "!"
+			}
+			pos := posOf(fv.Pos())
+			if pos.File == "" {
+				pos = c.keyPos(dotted)
+			}
+			c.markedKeys[dotted] = true
+			if !c.markedAt[pos] { // a pattern constraint gives one field per key it applies to
+				c.markedAt[pos] = true
+				c.add(c.markedKey(dotted, name, marker, pos))
+			}
+		}
+		c.checkMarkedValues(fv, keyPath)
+	}
+}
+
+// holdsData reports whether v is data rather than only a constraint: a
+// concrete scalar, a closed list or one with entries, or a struct with a
+// field that holds data.
+func holdsData(v cue.Value) bool {
+	switch v.IncompleteKind() {
+	case cue.StructKind:
+		it, err := v.Fields(cue.Optional(true))
+		if err != nil {
+			return false
+		}
+		for it.Next() {
+			if holdsData(it.Value()) {
+				return true
+			}
+		}
+		return false
+	case cue.ListKind:
+		it, err := v.List()
+		if err != nil {
+			return false
+		}
+		return it.Next() || !v.Allows(cue.AnyIndex)
+	}
+	return v.IsConcrete()
 }
 
 // schemaChild returns the schema of field name inside schema, following

@@ -1,0 +1,40 @@
+package compiler_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/policyc/policyc/compiler"
+)
+
+// TestFieldMarkersEveryInput: the lint and gateway configurations are read
+// by the same loader as policies, and a key written with ? or ! is refused
+// in them too, at the key, instead of being left out (for a required key,
+// instead of being called missing).
+func TestFieldMarkersEveryInput(t *testing.T) {
+	for _, tc := range []struct {
+		pkg, def, src, noun, path string
+	}{
+		{"policyc", "#LintConfig", "package policyc\n\nfail_level?: \"warning\"\n", "the lint configuration", "fail_level"},
+		{"gateway", "#Gateway", `package gateway
+
+table!: "t.json"
+trust: ["ci.pub"]
+state_dir: "."
+upstreams: web: url: "https://x.example/mcp"
+front: stdio: principal: "dev"
+`, "a gateway configuration", "table"},
+	} {
+		t.Run(tc.def, func(t *testing.T) {
+			ev := Evaluate([]File{{Name: "c.cue", Data: []byte(tc.src)}}, tc.pkg, tc.def)
+			if len(ev.Diagnostics) != 1 {
+				t.Fatalf("want one diagnostic, got %v", ev.Diagnostics)
+			}
+			d := ev.Diagnostics[0]
+			if d.Pos != (Position{File: "c.cue", Line: 3, Column: 1}) || d.Code != CodeUnknownKey || d.Path != tc.path ||
+				!strings.Contains(d.Message, "have no meaning in "+tc.noun) || !strings.HasPrefix(d.Suggestion, "remove the ") {
+				t.Errorf("got %s: %+v", d.Pos, d)
+			}
+		})
+	}
+}

@@ -145,9 +145,10 @@ func (c *compilation) instance(p *parsed) *build.Instance {
 }
 
 // cueErrors turns CUE errors into diagnostics. "field not allowed" errors
-// for keys the key check already reported are dropped, and the branches of
-// a failed disjunction at one path become one diagnostic listing the
-// allowed values.
+// for keys the key check already reported are dropped; the others, for keys
+// it could not see, get the diagnostic the key check would have given. The
+// branches of a failed disjunction at one path become one diagnostic
+// listing the allowed values.
 func (c *compilation) cueErrors(err error, code string) {
 	type enumErr struct {
 		d      Diagnostic
@@ -191,6 +192,15 @@ func (c *compilation) cueErrors(err error, code string) {
 		case msg == "field not allowed":
 			if c.reportedKey(dotted) {
 				continue
+			}
+			if keyPath, parent, ok := c.schemaParent(path); ok && !c.schemaAllows(parent, keyPath[len(keyPath)-1]) {
+				// A key the key check could not see (written in a
+				// definition, an embedding or a comprehension): the same
+				// diagnostic as when it is written in place.
+				ud := c.unknownKey(parent, keyPath, d.Pos)
+				ud.Pos = d.Pos
+				d = ud
+				break
 			}
 			d.Code = CodeUnknownKey
 			d.Message = fmt.Sprintf("%s: key not allowed here", dotted)
@@ -458,6 +468,43 @@ func holdsData(v cue.Value) bool {
 		return it.Next() || !v.Allows(cue.AnyIndex)
 	}
 	return v.IsConcrete()
+}
+
+// schemaParent returns the key path of a CUE error path and the schema of
+// the struct that holds its last key, when every key above it is one the
+// schema defines (no list index on the way).
+func (c *compilation) schemaParent(path []string) ([]string, cue.Value, bool) {
+	if len(path) == 0 {
+		return nil, cue.Value{}, false
+	}
+	keyPath := make([]string, len(path))
+	schema := c.policyDef
+	for i, p := range path {
+		if u, err := strconv.Unquote(p); err == nil {
+			p = u
+		}
+		if p == "" || strings.Trim(p, "0123456789") == "" {
+			return nil, cue.Value{}, false
+		}
+		keyPath[i] = p
+		if i == len(path)-1 {
+			break
+		}
+		child, ok := c.schemaChild(schema, p)
+		if !ok {
+			return nil, cue.Value{}, false
+		}
+		schema = child
+	}
+	return keyPath, schema, true
+}
+
+// schemaAllows reports whether the schema defines key name in schema. A
+// key it defines can still be refused by the author's own closed
+// definition.
+func (c *compilation) schemaAllows(schema cue.Value, name string) bool {
+	_, ok := c.schemaChild(schema, name)
+	return ok
 }
 
 // schemaChild returns the schema of field name inside schema, following

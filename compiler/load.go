@@ -278,11 +278,11 @@ func joinPath(path []string) string {
 
 const nameRule = "a name starts with a letter or digit and continues with letters, digits, '.', '_' or '-' (principal names may also use '@', '+', ':' and '/')"
 
-// reportedKey reports whether the key check already reported dotted or a
-// key above it.
+// reportedKey reports whether the key check already reported dotted, a
+// key above it, or an entry of the list it holds.
 func (c *compilation) reportedKey(dotted string) bool {
 	for k := range c.badKeys {
-		if dotted == k || strings.HasPrefix(dotted, k+".") {
+		if dotted == k || strings.HasPrefix(dotted, k+".") || strings.HasPrefix(dotted, k+"[") {
 			return true
 		}
 	}

@@ -101,6 +101,10 @@ type Entry struct {
 	Pattern string
 	Glob    *glob.Pattern
 	Pos     Position
+	// Index is the entry's position in the list as written. Entries CUE or
+	// the glob check refused are left out of List.Entries, so it can be
+	// more than the entry's index there.
+	Index int
 }
 
 // Effect of the entries of a list key.
@@ -347,7 +351,7 @@ func (d decoder) list(v cue.Value, path, key string, globs bool) *List {
 		if err != nil {
 			continue // a type error CUE already reported
 		}
-		e := Entry{Pattern: s, Pos: posOf(ev.Pos())}
+		e := Entry{Pattern: s, Pos: posOf(ev.Pos()), Index: i}
 		if e.Pos.File == "" {
 			e.Pos = l.Pos
 		}

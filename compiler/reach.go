@@ -319,7 +319,7 @@ func blockRules(acc *Access) []*rrule {
 			if e.Glob == nil {
 				continue
 			}
-			r := &rrule{entry: e, list: l, pos: len(out), eff: effectOf(listEffect(l.Key)), path: fmt.Sprintf("%s[%d]", l.Path, i)}
+			r := &rrule{entry: e, list: l, pos: len(out), eff: effectOf(listEffect(l.Key)), path: fmt.Sprintf("%s[%d]", l.Path, e.Index)}
 			// A literal with U+FFFD also matches names with invalid UTF-8
 			// (see package glob): it is searched like a glob.
 			r.lit, r.isLit = e.Glob.Literal()

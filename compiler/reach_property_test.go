@@ -69,7 +69,7 @@ func (g *propGen) list(path, key, kind string) *List {
 		if kind == table.KindResource {
 			pat = propResourceGlob(g.r)
 		}
-		l.Entries = append(l.Entries, Entry{Pattern: pat, Glob: glob.MustParse(pat), Pos: g.pos()})
+		l.Entries = append(l.Entries, Entry{Pattern: pat, Glob: glob.MustParse(pat), Pos: g.pos(), Index: len(l.Entries)})
 	}
 	return l
 }

@@ -675,7 +675,10 @@ func (a *analyzer) searchOthers(b *rblock, r *rrule, accept func(st []*rblock, j
 func (a *analyzer) analyzeBlock(b *rblock) {
 	servers := a.serversFor(b)
 	classes := a.classesFor(b)
-	if b.scope != nil && len(classes) == 0 && len(b.rules) > 0 {
+	// An allow_list restricts even when it is empty: allow_list: [] in a
+	// narrowing block denies everything, which for no one is no rule.
+	restricts := len(b.rules) > 0 || b.narrowing && b.access != nil && b.access.Allow != nil
+	if b.scope != nil && len(classes) == 0 && restricts {
 		a.reportEmptyGroup(b.scope)
 	}
 	seen := map[string]*rrule{}

@@ -111,20 +111,25 @@ func (c *compilation) evaluate(files []File) cue.Value {
 	}
 	c.parsed = c.parseFiles(files)
 	c.checkKeys(c.parsed)
-	if HasErrors(c.diags) && len(c.parsed.files) < len(files) {
-		// Some files did not parse: evaluating the rest would report
-		// follow-on errors about what the broken files define.
+	partial := len(c.parsed.files) < len(files)
+	if partial && len(c.parsed.files) == 0 {
 		return cue.Value{}
 	}
-	v := c.ctx.BuildInstance(c.instance(c.parsed))
+	v := c.ctx.BuildInstance(c.instance(c.parsed, true))
+	errs := c.evalErrors(v)
+	if partial {
+		// Some files could not be read: only the errors no other file could
+		// take back are reported, and nothing is read further.
+		c.cueErrorList(c.finalErrors(errs), CodeType)
+		return cue.Value{}
+	}
 	c.checkMarkedValues(v, nil)
-	if err := v.Err(); err != nil {
-		c.cueErrors(err, CodeType)
-		return v
+	if len(unresolved(errs)) > 0 {
+		// A reference not found leaves nothing evaluated: the other
+		// problems are looked for without it.
+		errs = append(errs, c.finalErrors(errs)...)
 	}
-	if err := c.policyDef.Unify(v).Validate(cue.Concrete(true)); err != nil {
-		c.cueErrors(err, CodeType)
-	}
+	c.cueErrorList(errs, CodeType)
 	return v
 }
 

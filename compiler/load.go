@@ -66,6 +66,8 @@ type parsed struct {
 	files []*ast.File
 	// keyPos maps a dotted key path to where the key was first written.
 	keyPos map[string]Position
+	// sources are the bytes of the files that parsed, by name.
+	sources map[string][]byte
 }
 
 func posOf(p token.Pos) Position {
@@ -78,7 +80,7 @@ func posOf(p token.Pos) Position {
 // parseFiles checks encoding, syntax and package clause of every file and
 // returns the syntax trees of those that parsed.
 func (c *compilation) parseFiles(files []File) *parsed {
-	p := &parsed{keyPos: map[string]Position{}}
+	p := &parsed{keyPos: map[string]Position{}, sources: map[string][]byte{}}
 	for _, f := range files {
 		if !utf8.Valid(f.Data) {
 			c.add(Diagnostic{Pos: invalidUTF8Pos(f), Code: CodeNotUTF8, Severity: Error,
@@ -112,6 +114,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 			continue
 		}
 		p.files = append(p.files, tree)
+		p.sources[f.Name] = f.Data
 	}
 	return p
 }
@@ -133,43 +136,84 @@ func invalidUTF8Pos(f File) Position {
 	return Position{File: f.Name, Line: line, Column: col}
 }
 
-// instance builds the CUE instance of the parsed files.
-func (c *compilation) instance(p *parsed) *build.Instance {
+// instance builds the CUE instance of the parsed files; with report set,
+// a file it refuses is reported.
+func (c *compilation) instance(p *parsed, report bool) *build.Instance {
 	inst := build.NewContext().NewInstance("", nil)
 	for _, f := range p.files {
-		if err := inst.AddSyntax(f); err != nil {
+		if err := inst.AddSyntax(f); err != nil && report {
 			c.cueErrors(err, CodeSyntax)
 		}
 	}
 	return inst
 }
 
-// cueErrors turns CUE errors into diagnostics. "field not allowed" errors
-// for keys the key check already reported are dropped; the others, for keys
-// it could not see, get the diagnostic the key check would have given. The
-// branches of a failed disjunction at one path become one diagnostic
-// listing the allowed values.
+// cueErrors turns CUE errors into diagnostics (see cueErrorList).
 func (c *compilation) cueErrors(err error, code string) {
+	c.cueErrorList(cueerrors.Errors(err), code)
+}
+
+// errorMsg is the message of a CUE error.
+func errorMsg(e cueerrors.Error) string {
+	format, args := e.Msg()
+	return fmt.Sprintf(format, args...)
+}
+
+// errorPath is the key path of a CUE error, without the schema definition
+// it starts with when the error is about the sources checked against it.
+func errorPath(e cueerrors.Error) []string {
+	path := e.Path()
+	if len(path) > 0 && strings.HasPrefix(path[0], "#") {
+		path = path[1:]
+	}
+	return path
+}
+
+// cueErrorList turns CUE errors into diagnostics, each error once.
+// "field not allowed" errors for keys the key check already reported are
+// dropped; the others, for keys it could not see, get the diagnostic the
+// key check would have given. A conflict between two values of the sources
+// names both and where each was written; the branches of a failed
+// disjunction at one path become one diagnostic listing the allowed values.
+func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	type enumErr struct {
 		d      Diagnostic
 		values []map[string]bool
 	}
 	var enums []*enumErr
 	byPath := map[string]*enumErr{}
-	for _, e := range cueerrors.Errors(err) {
-		format, args := e.Msg()
-		msg := fmt.Sprintf(format, args...)
-		path := e.Path()
-		if len(path) > 0 && strings.HasPrefix(path[0], "#") {
-			path = path[1:]
+	// conflicts counts the conflict errors at each path: one is two values
+	// set in two places, more are the branches of a disjunction.
+	conflicts := map[string]int{}
+	counted := map[string]bool{}
+	for _, e := range errs {
+		msg, dotted := errorMsg(e), joinPath(errorPath(e))
+		if conflictRE.MatchString(msg) && !counted[dotted+"\x00"+msg] {
+			counted[dotted+"\x00"+msg] = true
+			conflicts[dotted]++
 		}
+	}
+	seen := map[string]bool{}
+	for _, e := range errs {
+		msg := errorMsg(e)
+		path := errorPath(e)
 		dotted := joinPath(path)
-		pos := Position{}
+		if seen[dotted+"\x00"+msg] {
+			continue // the sources alone and checked against the schema give some errors twice
+		}
+		seen[dotted+"\x00"+msg] = true
+		var user []token.Pos
+		inSchema := false
 		for _, p := range cueerrors.Positions(e) {
-			if !strings.HasPrefix(p.Filename(), "schema/") {
-				pos = posOf(p)
-				break
+			if strings.HasPrefix(p.Filename(), "schema/") {
+				inSchema = true
+			} else if !slices.ContainsFunc(user, func(q token.Pos) bool { return posOf(q) == posOf(p) }) {
+				user = append(user, p)
 			}
+		}
+		pos := Position{}
+		if len(user) > 0 {
+			pos = posOf(user[0])
 		}
 		d := Diagnostic{Pos: pos, Code: code, Severity: Error, Path: dotted}
 		if d.Pos.File == "" {
@@ -177,6 +221,11 @@ func (c *compilation) cueErrors(err error, code string) {
 		}
 		if strings.Contains(msg, "errors in empty disjunction") {
 			continue // its branches follow as errors of their own
+		}
+		if m := conflictRE.FindStringSubmatch(msg); m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
+			d.Message, d.Suggestion = c.conflict(dotted, m[1], m[2], user)
+			c.add(d)
+			continue
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
 			ee := byPath[dotted]
@@ -193,7 +242,8 @@ func (c *compilation) cueErrors(err error, code string) {
 			if c.reportedKey(dotted) {
 				continue
 			}
-			if keyPath, parent, ok := c.schemaParent(path); ok && !c.schemaAllows(parent, keyPath[len(keyPath)-1]) {
+			keyPath, parent, ok := c.schemaParent(path)
+			if ok && !c.schemaAllows(parent, keyPath[len(keyPath)-1]) {
 				// A key the key check could not see (written in a
 				// definition, an embedding or a comprehension): the same
 				// diagnostic as when it is written in place.
@@ -204,6 +254,10 @@ func (c *compilation) cueErrors(err error, code string) {
 			}
 			d.Code = CodeUnknownKey
 			d.Message = fmt.Sprintf("%s: key not allowed here", dotted)
+			if ok {
+				d.Message += ": the schema defines it, but a closed definition this value is unified with does not declare it"
+				d.Suggestion = "declare the key in that definition, or embed the definition instead of unifying with it"
+			}
 		case c.markedKeys[dotted] && strings.Contains(msg, "required but not present"):
 			continue // the marker is reported: the field has no value because of it
 		case strings.HasPrefix(msg, "incomplete value"):
@@ -213,6 +267,9 @@ func (c *compilation) cueErrors(err error, code string) {
 			d.Message = dotted + ": " + msg
 			if strings.Contains(msg, `out of bound =~"^[A-Za-z0-9]`) {
 				d.Suggestion = nameRule
+			}
+			if unresolvedRE.MatchString(msg) {
+				d.Suggestion = "check the name, or define it in a file of the package"
 			}
 		default:
 			d.Message = msg
@@ -255,6 +312,48 @@ func (c *compilation) cueErrors(err error, code string) {
 }
 
 var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
+
+var mismatchRE = regexp.MustCompile(` \(mismatched types [^()]*\)$`)
+
+// conflict words an error about a key set to two different values in the
+// sources (in one file or in two), with where each was written. Values are
+// shown for policies and the lint configuration only: other configurations
+// may hold secrets, which are never repeated in an error.
+func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, suggestion string) {
+	b = mismatchRE.ReplaceAllString(b, "")
+	slices.SortFunc(at, func(p, q token.Pos) int {
+		return CompareDiagnostics(Diagnostic{Pos: posOf(p)}, Diagnostic{Pos: posOf(q)})
+	})
+	var where []string
+	for _, p := range at {
+		where = append(where, posOf(p).String())
+	}
+	written := fmt.Sprintf(" (%s)", strings.Join(where, " and "))
+	if c.def == "#Policy" || c.def == "#LintConfig" {
+		written = fmt.Sprintf(", %s and %s%s", a, b, written)
+		if len(at) == 2 {
+			// Name each value with its place when the sources show which
+			// is which.
+			va, vb := c.writtenAt(at[0], a), c.writtenAt(at[1], b)
+			if !va || !vb {
+				va, vb = c.writtenAt(at[0], b), c.writtenAt(at[1], a)
+				a, b = b, a
+			}
+			if va && vb {
+				written = fmt.Sprintf(", %s (%s) and %s (%s)", a, where[0], b, where[1])
+			}
+		}
+	}
+	return fmt.Sprintf("%s: set in two places to different values%s, which conflict: a key has one value, and CUE keeps neither", dotted, written),
+		"keep one of them: a key set in more than one place, in one file or in several, must have the same value in each"
+}
+
+// writtenAt reports whether the source at p starts with the value text v.
+func (c *compilation) writtenAt(p token.Pos, v string) bool {
+	data, ok := c.parsed.sources[p.Filename()]
+	off := p.Offset()
+	return ok && off >= 0 && off <= len(data) && strings.HasPrefix(string(data[off:]), v)
+}
 
 // joinPath renders a CUE error path as the policy's key path, with list
 // indexes in brackets: mcp_servers.fs.access.tool.allow_list[3].

@@ -217,9 +217,10 @@ func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) *table.Rule {
 
 // decidesOracle reports whether the frozen rule fr (of block blk, narrowing
 // allow when narrowAllow) decides name for principal on server, per the
-// runtime.
+// runtime. Reachability is about names as written: a witness URI that is
+// not in normal form (say "ui://b/") is decided as written.
 func decidesOracle(rt *runtime.Table, blk *table.Access, fr *table.Rule, scope string, narrowAllow bool, principal, server string, kind runtime.Kind, name string) bool {
-	d := rt.Decide(principal, server, kind, name)
+	d := rt.DecideWritten(principal, server, kind, name)
 	if !narrowAllow {
 		return d.Rule == fr
 	}

@@ -245,6 +245,13 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 	return t.decide(principal, server, kind, name)
 }
 
+// DecideWritten is Decide on name as written: a resource URI is not also
+// decided in its normal form. It is for analyses of the rules themselves
+// (which name a rule decides); a gateway calls Decide.
+func (t *Table) DecideWritten(principal, server string, kind Kind, name string) Decision {
+	return t.decide(principal, server, kind, name)
+}
+
 // decide is Decide on name as written.
 func (t *Table) decide(principal, server string, kind Kind, name string) (d Decision) {
 	if kind >= numKinds {

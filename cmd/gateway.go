@@ -1035,12 +1035,6 @@ func valueWording(d *compiler.Diagnostic) {
 	if i := strings.IndexByte(key, '['); i >= 0 {
 		key = key[:i]
 	}
-	if key == "token_sha256" && strings.Contains(raw, "the only allowed value is") {
-		// Two places give the list different values; neither is shown.
-		d.Message = d.Path + ": set in two places to different values"
-		d.Suggestion = "give each token_sha256 list once, in one file"
-		return
-	}
 	if m := boundRE.FindStringSubmatch(raw); m != nil {
 		v, err := strconv.Unquote(m[1])
 		if err != nil {

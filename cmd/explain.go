@@ -204,7 +204,7 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	case runtime.URINotNormal:
 		switch {
 		case ex.Normal == "":
-			fmt.Fprintf(w, "  decided by: uri not in normal form: it holds a control character, or is still escaped after three rounds of decoding\n")
+			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (a control character, an escaped \"?\" or \"#\" in its path, a separator in its host, or escapes left after three rounds of decoding)\n")
 		case d.Rule != nil:
 			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies its normal form\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
 		default:

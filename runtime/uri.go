@@ -11,11 +11,11 @@ import "strings"
 
 // decideURI is the decision on the resource uri: the decision on uri as
 // written, turned into a deny with the reason URINotNormal when its normal
-// form is denied. When the normal form ends in a slash that uri's path
-// spelt as a slash, the form without it is decided too, and a deny rule
-// matching it denies uri: a server may read "/a/.env/" as "/a/.env". (Only
-// a rule counts there, not a default: "file:///srv/" names the directory a
-// rule for "file:///srv/*" means.)
+// form is denied. The normal form without its query and fragment, and
+// without a trailing slash, is decided too, and a deny rule matching it
+// denies uri: a server may ignore "?x" and read "/a/.env/" as "/a/.env".
+// (Only a rule counts there, not a default: "file:///srv/" names the
+// directory a rule for "file:///srv/*" means.)
 func (t *Table) decideURI(principal, server, uri string) Decision {
 	d := t.decide(principal, server, Resource, uri)
 	if d.Effect != Allow || !mayNotBeNormal(uri) {
@@ -37,7 +37,17 @@ func (t *Table) decideURI(principal, server, uri string) Decision {
 			d.Consent, d.ConsentChannel = true, dn.ConsentChannel
 		}
 	}
-	if trimmed, ok := strings.CutSuffix(n, "/"); ok && !strings.HasSuffix(trimmed, "/") {
+	// A server may ignore a query or fragment, and read "/a/.env/" as
+	// "/a/.env": a deny rule for the normal form without them denies too.
+	base := n
+	if k := strings.IndexAny(n, "?#"); k >= 0 {
+		base = n[:k]
+		if dt := t.decide(principal, server, Resource, base); dt.Effect == Deny && dt.Reason == ByRule {
+			dt.Reason = URINotNormal
+			return dt
+		}
+	}
+	if trimmed, ok := strings.CutSuffix(base, "/"); ok && !strings.HasSuffix(trimmed, "/") {
 		if dt := t.decide(principal, server, Resource, trimmed); dt.Effect == Deny && dt.Reason == ByRule {
 			dt.Reason = URINotNormal
 			return dt
@@ -52,11 +62,12 @@ func (t *Table) decideURI(principal, server, uri string) Decision {
 // escapes, backslashes or control characters, and a path without empty,
 // "." or ".." segments.
 func mayNotBeNormal(uri string) bool {
-	if strings.HasSuffix(uri, "/") {
+	if strings.HasSuffix(uri, "/") || strings.HasPrefix(uri, "file:") && !strings.HasPrefix(uri, "file:///") {
 		return true
 	}
 	for i := range len(uri) {
-		if c := uri[i]; c == '%' || c == '\\' || c < 0x20 || c == 0x7f {
+		// A query or fragment: the URI without it is decided too.
+		if c := uri[i]; c == '%' || c == '\\' || c == '?' || c == '#' || c < 0x20 || c == 0x7f {
 			return true
 		}
 	}
@@ -72,8 +83,8 @@ func mayNotBeNormal(uri string) bool {
 		}
 	}
 	for i := range path {
-		if c := uri[i]; 'A' <= c && c <= 'Z' {
-			return true
+		if c := uri[i]; 'A' <= c && c <= 'Z' || c == '@' {
+			return true // upper case, or userinfo
 		}
 	}
 	end := len(uri)
@@ -127,39 +138,78 @@ func normalURI(uri string) (n string, ok bool) {
 }
 
 func normalOnce(uri string) (n string, ok bool) {
-	s, rounds := uri, 0
+	if hasControl(uri) {
+		return "", false
+	}
+	// The parts are found in uri as written, then decoded: an escaped "?"
+	// or "#" is not a delimiter here, and a server that decodes first
+	// would read one as such, so a decoded one is refused.
+	var b strings.Builder
+	rest, scheme := uri, ""
+	if i := strings.IndexByte(uri, ':'); i > 0 && !strings.ContainsAny(uri[:i], "/?#") {
+		scheme = asciiLower(uri[:i])
+		b.WriteString(scheme)
+		b.WriteByte(':')
+		rest = uri[i+1:]
+	}
+	body, tail := rest, ""
+	if k := strings.IndexAny(rest, "?#"); k >= 0 {
+		body, tail = rest[:k], rest[k:]
+	}
+	after, hasAuthority := strings.CutPrefix(body, "//")
+	if hasAuthority || scheme == "file" {
+		// file:/x, file:///x and file://localhost/x name one file.
+		auth := ""
+		if hasAuthority {
+			j := strings.IndexByte(after, '/')
+			if j < 0 {
+				j = len(after)
+			}
+			auth, body = after[:j], after[j:]
+			if auth, ok = decodeAll(auth); !ok || strings.ContainsAny(auth, "/?#\\") {
+				return "", false
+			}
+			if k := strings.LastIndexByte(auth, '@'); k >= 0 {
+				auth = auth[k+1:] // userinfo names no other resource
+			}
+			auth = asciiLower(auth)
+		}
+		if scheme == "file" {
+			if k := strings.LastIndexByte(auth, ':'); k >= 0 && !strings.Contains(auth[k:], "]") {
+				auth = auth[:k] // a file has no port
+			}
+			if auth == "localhost" {
+				auth = ""
+			}
+		}
+		b.WriteString("//")
+		b.WriteString(auth)
+	}
+	path, ok := decodeAll(body)
+	if !ok || strings.ContainsAny(path, "?#") {
+		return "", false
+	}
+	path = strings.ReplaceAll(path, `\`, "/")
+	if (hasAuthority || scheme == "file") && path != "" && path[0] != '/' {
+		path = "/" + path
+	}
+	b.WriteString(cleanPath(path))
+	b.WriteString(tail)
+	return b.String(), true
+}
+
+// decodeAll decodes the percent-escapes of s until none is left, as a
+// server may decode twice; ok is false when some are left after three
+// rounds, or the result holds a control character.
+func decodeAll(s string) (string, bool) {
+	rounds := 0
 	for d := unescapeAll(s); d != s; d = unescapeAll(s) {
 		if rounds++; rounds > 3 {
 			return "", false // escaped over and over: no honest URI is
 		}
 		s = d
 	}
-	if hasControl(uri) || hasControl(s) {
-		return "", false
-	}
-	s = strings.ReplaceAll(s, `\`, "/")
-	var b strings.Builder
-	rest := s
-	if i := strings.IndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[:i], "/?#") {
-		b.WriteString(asciiLower(s[:i+1]))
-		rest = s[i+1:]
-	}
-	if after, ok := strings.CutPrefix(rest, "//"); ok {
-		j := strings.IndexAny(after, "/?#")
-		if j < 0 {
-			j = len(after)
-		}
-		b.WriteString("//")
-		b.WriteString(asciiLower(after[:j]))
-		rest = after[j:]
-	}
-	k := strings.IndexAny(rest, "?#")
-	if k < 0 {
-		k = len(rest)
-	}
-	b.WriteString(cleanPath(rest[:k]))
-	b.WriteString(rest[k:])
-	return b.String(), true
+	return s, !hasControl(s)
 }
 
 // cleanPath removes empty, "." and ".." segments from p (".." above the

@@ -18,7 +18,15 @@ func TestNormalURI(t *testing.T) {
 		{"file:///srv//projects///app", "file:///srv/projects/app"},
 		{`file:///srv/projects/app\..\..\secrets`, "file:///srv/secrets"},
 		{"file:///srv/projects/app%5C.env", "file:///srv/projects/app/.env"},
-		{"FILE://LocalHost/Srv/App", "file://localhost/Srv/App"}, // the path keeps its case
+		{"FILE://LocalHost/Srv/App", "file:///Srv/App"}, // the path keeps its case
+		{"file:/etc/passwd", "file:///etc/passwd"},
+		{"file:etc/passwd", "file:///etc/passwd"},
+		{"file://localhost:99/etc/shadow", "file:///etc/shadow"},
+		{"file://evil@localhost/etc/shadow", "file:///etc/shadow"},
+		{"file://Host.Example/share/x", "file://host.example/share/x"},
+		{"https://user:pw@Example.com:8443/a/../b", "https://example.com:8443/b"},
+		{"file:///srv/projects/app/.env?x", "file:///srv/projects/app/.env?x"},
+		{"file:///srv/a/../b?c/../d#e/../f", "file:///srv/b?c/../d#e/../f"}, // query and fragment as written
 		{"UI://github/app.html", "ui://github/app.html"},
 		{"repo://acme/widgets?ref=../main#x/../y", "repo://acme/widgets?ref=../main#x/../y"}, // query and fragment as they are
 		{"repo:acme/./widgets", "repo:acme/widgets"},
@@ -32,9 +40,11 @@ func TestNormalURI(t *testing.T) {
 			t.Errorf("normalURI(%q) = %q, %v; want %q", c.in, got, ok, c.want)
 		}
 	}
-	for _, in := range []string{"file:///srv/projects/app/.env%00.txt", "file:///srv/a\x00b", "file:///srv/%2500", "file:///srv/a%7Fb", "file:///srv/%252525252E"} {
+	for _, in := range []string{"file:///srv/projects/app/.env%00.txt", "file:///srv/a\x00b", "file:///srv/%2500", "file:///srv/a%7Fb", "file:///srv/%252525252E",
+		"file:///srv/projects/x%23/../../secrets/key", "file:///srv/projects/x%3F/../../secrets/key", "file:///srv/projects/app/.env/x%2523/..",
+		"file://a%2Fb/c", "file://a%5Cb/c"} {
 		if got, ok := normalURI(in); ok {
-			t.Errorf("normalURI(%q) = %q, accepted a control character or endless escapes", in, got)
+			t.Errorf("normalURI(%q) = %q, accepted a control character, endless escapes, an escaped delimiter or separator", in, got)
 		}
 	}
 }

@@ -58,6 +58,11 @@ func TestResourceSpellings(t *testing.T) {
 		"file:///srv/projects/app%2F.env",
 		"file:///srv/projects/app/sub/../.env",
 		"file:///srv/projects/%2E%2E/secrets/key",
+		"file:///srv/projects/app/.env?x",
+		"file:///srv/projects/app/.env#x",
+		"file:///srv/projects/app/.env/x%23/..",
+		"file:///srv/projects/x%3F/../../secrets/key",
+		"file://localhost/srv/projects/app/.env",
 	} {
 		got, err := read(uri)
 		if err == nil {

@@ -460,3 +460,48 @@ func BenchmarkListTools(b *testing.B) {
 	defer gcs.Close()
 	b.Run("gateway", func(b *testing.B) { list(b, gcs, 1+benchListed/2) })
 }
+
+// BenchmarkListsChanged times what an upstream's tools/list_changed costs
+// the gateway: for each principal with a session (100 here), a dry listing
+// of the upstream's 500 extra tools, its digest, and the comparison.
+func BenchmarkListsChanged(b *testing.B) {
+	benchGC(b, "inmemory")
+	up := testupstream.New(testupstream.Options{Name: "github"})
+	for i := range benchListed {
+		up.Server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	g, err := New(context.Background(), Config{
+		Tables:      fixed(loadTable(b, listPolicy, 1)),
+		Log:         NewJSONLog(decisionFile(b)),
+		CallTimeout: 30 * time.Second,
+		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	const principals = 100
+	for i := range principals {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := g.Connect(context.Background(), fmt.Sprintf("p%03d", i), st); err != nil {
+			b.Fatal(err)
+		}
+		cs := connectClient(b, ct)
+		defer cs.Close()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		g.listsChanged(listTools)
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/principals, "µs/principal")
+}

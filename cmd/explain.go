@@ -204,11 +204,11 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	case runtime.URINotNormal:
 		switch {
 		case ex.Normal == "":
-			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (a control character, an escaped \"?\" or \"#\" in its path, a separator in its host, or escapes left after three rounds of decoding)\n")
+			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (spaces around it, a control character, no valid scheme, an escaped \"?\" or \"#\" in its path, a host made or broken by decoding, or escapes left after three rounds); docs/gateway.md lists them\n")
 		case d.Rule != nil:
-			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies its normal form\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
+			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies a reading of it\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
 		default:
-			fmt.Fprintf(w, "  decided by: uri not in normal form: no rule allows its normal form (%s)\n", where(d.Origin))
+			fmt.Fprintf(w, "  decided by: uri not in normal form: no rule allows a reading of it (%s)\n", where(d.Origin))
 		}
 	default:
 		fmt.Fprintf(w, "  decided by: %s\n", d.Reason)

@@ -3,95 +3,142 @@ package runtime
 import "strings"
 
 // A resource URI is decided as written, but an upstream may read it
-// otherwise: a file server decodes percent-escapes, reads a backslash as a
-// separator, cleans "." and ".." segments and repeated slashes, ignores the
-// case of the scheme and host. So that a URI cannot reach, under another
-// spelling, what the table denies, Decide also decides a resource URI in
-// that reading (normalURI) and allows it only when both are allowed.
+// otherwise: a file server decodes percent-escapes (before or after it
+// splits the URI into its parts), reads a backslash as a separator, cleans
+// "." and ".." segments and repeated slashes, ignores a query, a port, the
+// host of a file: URI, the case of the scheme and host, spaces around the
+// URI. So that a URI cannot reach, under another spelling, what the table
+// denies, Decide also decides the URI in those readings (readURI), and a
+// URI with no sound reading is denied.
+
+// uriReadings are the readings of a resource URI that Decide decides
+// besides the URI as written.
+type uriReadings struct {
+	// normal is the normal form: split into its parts as written, host and
+	// path decoded, the path cleaned, scheme and host in lower case,
+	// userinfo, an empty or default port dropped (for file:, any port and
+	// the host localhost). It must be allowed.
+	normal string
+	// base is normal without its query and fragment, and flat is the URI
+	// read with "?" and "#" as path characters, decoded and cleaned: a
+	// server may ignore a query, or not split there. Both must be allowed.
+	base, flat string
+	// hostless is, for a file: URI with a host, the URI without it, and
+	// trimmed is base without a trailing slash: a deny rule matching
+	// either denies (a default does not: "file:///srv/" names the
+	// directory a rule for "file:///srv/*" means).
+	hostless, trimmed string
+}
 
 // decideURI is the decision on the resource uri: the decision on uri as
-// written, turned into a deny with the reason URINotNormal when its normal
-// form is denied. The normal form without its query and fragment, and
-// without a trailing slash, is decided too, and a deny rule matching it
-// denies uri: a server may ignore "?x" and read "/a/.env/" as "/a/.env".
-// (Only a rule counts there, not a default: "file:///srv/" names the
-// directory a rule for "file:///srv/*" means.)
+// written, turned into a deny with the reason URINotNormal when one of its
+// readings (uriReadings) is denied, or when it has none.
 func (t *Table) decideURI(principal, server, uri string) Decision {
 	d := t.decide(principal, server, Resource, uri)
 	if d.Effect != Allow || !mayNotBeNormal(uri) {
 		return d
 	}
-	n, ok := normalURI(uri)
+	r, ok := readURI(uri)
 	if !ok {
 		return Decision{Effect: Deny, Reason: URINotNormal}
 	}
-	if n != uri {
-		dn := t.decide(principal, server, Resource, n)
-		if dn.Effect != Allow {
-			dn.Effect, dn.Reason = Deny, URINotNormal
+	refused := func(name string, byRuleOnly bool) (Decision, bool) {
+		if name == "" || name == uri {
+			return Decision{}, false
+		}
+		dn := t.decide(principal, server, Resource, name)
+		if dn.Effect == Allow || byRuleOnly && dn.Reason != ByRule {
+			if dn.Consent && !d.Consent {
+				// A spelling of a ui:// resource needs what the ui://
+				// resource needs.
+				d.Consent, d.ConsentChannel = true, dn.ConsentChannel
+			}
+			return Decision{}, false
+		}
+		dn.Effect, dn.Reason = Deny, URINotNormal
+		return dn, true
+	}
+	for _, c := range []struct {
+		name       string
+		byRuleOnly bool
+	}{{r.normal, false}, {r.base, false}, {r.flat, false}, {r.hostless, true}, {r.trimmed, true}} {
+		if dn, denied := refused(c.name, c.byRuleOnly); denied {
 			return dn
-		}
-		// A spelling of a ui:// resource needs what the ui:// resource
-		// needs.
-		if dn.Consent && !d.Consent {
-			d.Consent, d.ConsentChannel = true, dn.ConsentChannel
-		}
-	}
-	// A server may ignore a query or fragment, and read "/a/.env/" as
-	// "/a/.env": a deny rule for the normal form without them denies too.
-	base := n
-	if k := strings.IndexAny(n, "?#"); k >= 0 {
-		base = n[:k]
-		if dt := t.decide(principal, server, Resource, base); dt.Effect == Deny && dt.Reason == ByRule {
-			dt.Reason = URINotNormal
-			return dt
-		}
-	}
-	if trimmed, ok := strings.CutSuffix(base, "/"); ok && !strings.HasSuffix(trimmed, "/") {
-		if dt := t.decide(principal, server, Resource, trimmed); dt.Effect == Deny && dt.Reason == ByRule {
-			dt.Reason = URINotNormal
-			return dt
 		}
 	}
 	return d
 }
 
-// mayNotBeNormal reports, without allocating, whether uri could differ
-// from its normal form (it reads uri as normalOnce does) or ends in a
-// slash. It is false for the usual URI: scheme and host in lower case, no
-// escapes, backslashes or control characters, and a path without empty,
-// "." or ".." segments.
+// mayNotBeNormal reports, without allocating, whether uri could have a
+// reading other than itself (it reads uri as readURI does). It is false for
+// the usual URI: a lower-case scheme followed by "//" and a non-empty
+// lower-case host without userinfo or port (or "file:///"), no escapes,
+// backslashes, spaces around it, control characters, query or fragment,
+// and a path without empty, "." or ".." segments or a trailing slash.
 func mayNotBeNormal(uri string) bool {
-	if strings.HasSuffix(uri, "/") || strings.HasPrefix(uri, "file:") && !strings.HasPrefix(uri, "file:///") {
+	if uri == "" || uri[0] == ' ' || uri[len(uri)-1] == ' ' || strings.HasSuffix(uri, "/") {
 		return true
 	}
 	for i := range len(uri) {
-		// A query or fragment: the URI without it is decided too.
 		if c := uri[i]; c == '%' || c == '\\' || c == '?' || c == '#' || c < 0x20 || c == 0x7f {
 			return true
 		}
 	}
-	rest := 0 // where what follows the scheme starts
-	if i := strings.IndexByte(uri, ':'); i > 0 && !strings.ContainsAny(uri[:i], "/?#") {
-		rest = i + 1
+	colon := validScheme(uri)
+	if colon < 0 {
+		return true
 	}
-	path := rest // where the path starts: the scheme and authority end
-	if strings.HasPrefix(uri[rest:], "//") {
-		path = len(uri)
-		if j := strings.IndexAny(uri[rest+2:], "/?#"); j >= 0 {
-			path = rest + 2 + j
+	rest := uri[colon+1:]
+	if !strings.HasPrefix(rest, "//") {
+		// No authority: fine but for the schemes that always have one.
+		return specialScheme(uri[:colon]) || !pathIsClean(rest) || strings.HasPrefix(uri, "file:")
+	}
+	auth := rest[2:]
+	path := ""
+	if j := strings.IndexByte(auth, '/'); j >= 0 {
+		auth, path = auth[:j], auth[j:]
+	}
+	if strings.HasPrefix(uri, "file:") {
+		if auth != "" {
+			return true
+		}
+	} else if auth == "" {
+		return true
+	}
+	for i := range len(auth) {
+		if c := auth[i]; 'A' <= c && c <= 'Z' || c == '@' || c == ':' || c == ' ' {
+			return true
 		}
 	}
-	for i := range path {
-		if c := uri[i]; 'A' <= c && c <= 'Z' || c == '@' {
-			return true // upper case, or userinfo
+	return !pathIsClean(path)
+}
+
+// validScheme returns the index of the colon that ends uri's scheme, or -1
+// when uri does not start with a lower-case scheme (ALPHA *(ALPHA / DIGIT
+// / "+" / "-" / ".") followed by ":").
+func validScheme(uri string) int {
+	for i := range len(uri) {
+		switch c := uri[i]; {
+		case 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return i
+		default:
+			return -1
 		}
 	}
-	end := len(uri)
-	if k := strings.IndexAny(uri[path:], "?#"); k >= 0 {
-		end = path + k
+	return -1
+}
+
+// specialScheme reports whether scheme always has a host: a URL parser
+// reads "https:host/x", "https:/host/x" and "https:///host/x" as
+// "https://host/x".
+func specialScheme(scheme string) bool {
+	switch scheme {
+	case "http", "https", "ws", "wss", "ftp":
+		return true
 	}
-	return !pathIsClean(uri[path:end])
+	return false
 }
 
 // pathIsClean reports, without allocating, whether cleanPath(p) is p: no
@@ -112,90 +159,142 @@ func pathIsClean(p string) bool {
 	return true
 }
 
-// normalURI is uri as a lenient upstream might read it: percent-escapes
-// decoded (again, while any are left, as a server may decode twice),
-// backslashes read as slashes, the scheme and the authority in lower case,
-// and the path without empty, "." and ".." segments. It keeps a trailing
-// slash that the path spelt as one; reading it again gives it back. ok is
-// false when uri, or that reading of it, holds a control character (a NUL
-// may end a name early), and when it is still escaped after three rounds
-// of decoding or still changes after three readings.
+// normalURI is the normal form of uri (see uriReadings), read again until
+// it stays (cleaning can make a new form: "x:/./A:" reads otherwise once
+// cleaned); ok is false when uri has none.
 func normalURI(uri string) (n string, ok bool) {
-	// Cleaning can make a new form: "./A:" has no scheme, its cleaned
-	// "A:" has one. Read again until the reading stays.
-	n, ok = normalOnce(uri)
-	for range 3 {
-		if !ok {
-			return "", false
-		}
-		again, ok2 := normalOnce(n)
-		if ok2 && again == n {
-			return n, true
-		}
-		n, ok = again, ok2
-	}
-	return "", false
+	r, ok := readURI(uri)
+	return r.normal, ok
 }
 
-func normalOnce(uri string) (n string, ok bool) {
-	if hasControl(uri) {
-		return "", false
+// readURI returns the readings of uri. ok is false when it has no sound
+// one: it has spaces around it, a control character (a NUL may end a name
+// early, "%00" included), no valid scheme, an escaped "?" or "#" in its path
+// (a server that decodes before it splits would cut the path there), a
+// separator in its decoded host, a decoded path that starts with "//" where
+// no host was written (a server that decodes first would read a host
+// there), no host where its scheme always has one, escapes left after three
+// rounds of decoding, or a normal form that still changes after three
+// readings.
+func readURI(uri string) (r uriReadings, ok bool) {
+	n := uri
+	for range 4 {
+		r, ok = readOnce(n)
+		if !ok {
+			return uriReadings{}, false
+		}
+		if r.normal == n {
+			return r, true
+		}
+		if n != uri {
+			// The readings of the first pass stand; only the normal
+			// form is read again.
+			r0, _ := readOnce(uri)
+			r0.normal = r.normal
+			r = r0
+		}
+		n = r.normal
 	}
-	// The parts are found in uri as written, then decoded: an escaped "?"
-	// or "#" is not a delimiter here, and a server that decodes first
-	// would read one as such, so a decoded one is refused.
-	var b strings.Builder
-	rest, scheme := uri, ""
-	if i := strings.IndexByte(uri, ':'); i > 0 && !strings.ContainsAny(uri[:i], "/?#") {
-		scheme = asciiLower(uri[:i])
-		b.WriteString(scheme)
-		b.WriteByte(':')
-		rest = uri[i+1:]
+	return uriReadings{}, false
+}
+
+func readOnce(uri string) (r uriReadings, ok bool) {
+	if uri == "" || hasControl(uri) || uri[0] == ' ' || uri[len(uri)-1] == ' ' {
+		return r, false
 	}
+	colon := validScheme(asciiLower(uri))
+	if colon < 0 {
+		return r, false
+	}
+	scheme := asciiLower(uri[:colon])
+	rest := uri[colon+1:]
 	body, tail := rest, ""
 	if k := strings.IndexAny(rest, "?#"); k >= 0 {
 		body, tail = rest[:k], rest[k:]
 	}
-	after, hasAuthority := strings.CutPrefix(body, "//")
-	if hasAuthority || scheme == "file" {
-		// file:/x, file:///x and file://localhost/x name one file.
-		auth := ""
-		if hasAuthority {
-			j := strings.IndexByte(after, '/')
-			if j < 0 {
-				j = len(after)
-			}
-			auth, body = after[:j], after[j:]
-			if auth, ok = decodeAll(auth); !ok || strings.ContainsAny(auth, "/?#\\") {
-				return "", false
-			}
-			if k := strings.LastIndexByte(auth, '@'); k >= 0 {
-				auth = auth[k+1:] // userinfo names no other resource
-			}
-			auth = asciiLower(auth)
+	auth, hasAuth := "", false
+	if after, found := strings.CutPrefix(body, "//"); found {
+		hasAuth = true
+		j := strings.IndexByte(after, '/')
+		if j < 0 {
+			j = len(after)
 		}
-		if scheme == "file" {
-			if k := strings.LastIndexByte(auth, ':'); k >= 0 && !strings.Contains(auth[k:], "]") {
-				auth = auth[:k] // a file has no port
-			}
-			if auth == "localhost" {
-				auth = ""
-			}
+		auth, body = after[:j], after[j:]
+		if auth, ok = decodeAll(auth); !ok || strings.ContainsAny(auth, "/?#\\ ") {
+			return uriReadings{}, false
 		}
-		b.WriteString("//")
-		b.WriteString(auth)
+		auth = normalHost(scheme, auth)
 	}
-	path, ok := decodeAll(body)
-	if !ok || strings.ContainsAny(path, "?#") {
+	if !hasAuth && specialScheme(scheme) || hasAuth && auth == "" && scheme != "file" {
+		return uriReadings{}, false
+	}
+	host := auth
+	if scheme == "file" {
+		hasAuth = true
+		if host == "localhost" {
+			host = ""
+		}
+	}
+	prefix := scheme + ":"
+	if hasAuth {
+		prefix += "//" + host
+	}
+	path, ok := readPath(body, hasAuth, true)
+	if !ok {
+		return uriReadings{}, false
+	}
+	flat, ok := readPath(body+tail, hasAuth, false)
+	if !ok {
+		return uriReadings{}, false
+	}
+	r.base = prefix + path
+	r.normal = r.base + tail
+	r.flat = prefix + flat
+	if scheme == "file" && host != "" {
+		r.hostless = "file://" + path
+	}
+	if trimmed, found := strings.CutSuffix(r.base, "/"); found && !strings.HasSuffix(trimmed, "/") {
+		r.trimmed = trimmed
+	}
+	return r, true
+}
+
+// readPath is path p decoded, with backslashes as slashes and cleaned. A
+// path after a host starts with a slash; a decoded path that starts with
+// "//" where no host was written is refused (a server that decodes first
+// reads a host there), and so is one with "?" or "#" when noDelims is set.
+func readPath(p string, afterHost, noDelims bool) (string, bool) {
+	p, ok := decodeAll(p)
+	if !ok || noDelims && strings.ContainsAny(p, "?#") {
 		return "", false
 	}
-	path = strings.ReplaceAll(path, `\`, "/")
-	if (hasAuthority || scheme == "file") && path != "" && path[0] != '/' {
-		path = "/" + path
+	p = strings.ReplaceAll(p, `\`, "/")
+	if !afterHost && strings.HasPrefix(p, "//") {
+		return "", false
 	}
-	b.WriteString(cleanPath(path))
-	b.WriteString(tail)
-	return b.String(), true
+	if afterHost && p != "" && p[0] != '/' {
+		p = "/" + p
+	}
+	return cleanPath(p), true
+}
+
+// normalHost is a decoded host of a URI of scheme: in lower case, without
+// userinfo, without an empty or default port (for file:, without any).
+func normalHost(scheme, auth string) string {
+	if k := strings.LastIndexByte(auth, '@'); k >= 0 {
+		auth = auth[k+1:] // userinfo names no other resource
+	}
+	auth = asciiLower(auth)
+	if k := strings.LastIndexByte(auth, ':'); k >= 0 && !strings.Contains(auth[k:], "]") {
+		switch port := auth[k+1:]; {
+		case port == "", scheme == "file",
+			port == "80" && (scheme == "http" || scheme == "ws"),
+			port == "443" && (scheme == "https" || scheme == "wss"),
+			port == "21" && scheme == "ftp":
+			auth = auth[:k]
+		}
+	}
+	return auth
 }
 
 // decodeAll decodes the percent-escapes of s until none is left, as a

@@ -25,11 +25,13 @@ func TestResourceSpellings(t *testing.T) {
 			mu.Lock()
 			reached = append(reached, req.Params.URI)
 			mu.Unlock()
-			u, err := url.Parse(strings.ReplaceAll(req.Params.URI, `\`, "/"))
+			// As lenient as a file server gets: it decodes before it
+			// splits, and reads no query or fragment.
+			p, err := url.PathUnescape(strings.TrimPrefix(req.Params.URI, "file://"))
 			if err != nil {
 				return nil, err
 			}
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "contents of " + path.Clean(u.Path)}}}, nil
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "contents of " + path.Clean(strings.ReplaceAll(p, `\`, "/"))}}}, nil
 		})
 	dial := func(ctx context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
@@ -63,6 +65,9 @@ func TestResourceSpellings(t *testing.T) {
 		"file:///srv/projects/app/.env/x%23/..",
 		"file:///srv/projects/x%3F/../../secrets/key",
 		"file://localhost/srv/projects/app/.env",
+		"file:///srv/projects/x?/../../secrets/key",
+		"file:///srv/projects/x#/../../secrets/key",
+		"file:///srv/projects/app/x?/../.en%76",
 	} {
 		got, err := read(uri)
 		if err == nil {

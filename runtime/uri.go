@@ -86,7 +86,7 @@ func mayNotBeNormal(uri string) bool {
 	}
 	colon := validScheme(uri)
 	if colon < 0 {
-		return true
+		return true // no scheme (or one in upper case): read it
 	}
 	rest := uri[colon+1:]
 	if !strings.HasPrefix(rest, "//") {
@@ -102,7 +102,7 @@ func mayNotBeNormal(uri string) bool {
 		if auth != "" {
 			return true
 		}
-	} else if auth == "" {
+	} else if auth == "" && specialScheme(uri[:colon]) {
 		return true
 	}
 	for i := range len(auth) {
@@ -169,7 +169,7 @@ func normalURI(uri string) (n string, ok bool) {
 
 // readURI returns the readings of uri. ok is false when it has no sound
 // one: it has spaces around it, a control character (a NUL may end a name
-// early, "%00" included), no valid scheme, an escaped "?" or "#" in its path
+// early, "%00" included), a scheme made by decoding, an escaped "?" or "#" in its path
 // (a server that decodes before it splits would cut the path there), a
 // separator in its decoded host, a decoded path that starts with "//" where
 // no host was written (a server that decodes first would read a host
@@ -202,12 +202,14 @@ func readOnce(uri string) (r uriReadings, ok bool) {
 	if uri == "" || hasControl(uri) || uri[0] == ' ' || uri[len(uri)-1] == ' ' {
 		return r, false
 	}
-	colon := validScheme(asciiLower(uri))
-	if colon < 0 {
+	scheme, rest := "", uri
+	if colon := validScheme(asciiLower(uri)); colon >= 0 {
+		scheme, rest = asciiLower(uri[:colon]), uri[colon+1:]
+	} else if d, ok := decodeAll(uri); !ok || validScheme(asciiLower(d)) >= 0 {
+		// A scheme made by decoding ("%75i://", "repo%3A//"): a server
+		// that decodes first reads one.
 		return r, false
 	}
-	scheme := asciiLower(uri[:colon])
-	rest := uri[colon+1:]
 	body, tail := rest, ""
 	if k := strings.IndexAny(rest, "?#"); k >= 0 {
 		body, tail = rest[:k], rest[k:]
@@ -225,7 +227,7 @@ func readOnce(uri string) (r uriReadings, ok bool) {
 		}
 		auth = normalHost(scheme, auth)
 	}
-	if !hasAuth && specialScheme(scheme) || hasAuth && auth == "" && scheme != "file" {
+	if specialScheme(scheme) && (!hasAuth || auth == "") {
 		return uriReadings{}, false
 	}
 	host := auth
@@ -235,7 +237,10 @@ func readOnce(uri string) (r uriReadings, ok bool) {
 			host = ""
 		}
 	}
-	prefix := scheme + ":"
+	prefix := ""
+	if scheme != "" {
+		prefix = scheme + ":"
+	}
 	if hasAuth {
 		prefix += "//" + host
 	}

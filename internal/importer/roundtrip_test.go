@@ -166,7 +166,10 @@ func TestHangarRoundTrip(t *testing.T) {
 				for _, kind := range []runtime.Kind{runtime.Tool, runtime.Prompt, runtime.Resource} {
 					h := kinds[kind.String()]
 					for _, name := range probeNames(slices.Concat(h.allow, h.deny, h.approval)) {
-						got := rt.Decide("anyone", server, kind, name).Effect
+						// The rules' decision on the name as written: what
+						// Hangar's lists say (a URI's other readings are
+						// runtime's, tested there).
+						got := rt.DecideWritten("anyone", server, kind, name).Effect
 						if want := h.decide(name); got != want {
 							t.Errorf("%s %s %q: imported policy says %s, Hangar says %s\n%s", server, kind, name, got, want, res.CUE)
 						}
@@ -236,7 +239,7 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 	for _, server := range []string{"github", "memory", "linear", "slack", "fs", "unknown"} {
 		for _, tool := range []string{"get_issue", "create_issue", "delete_repo", "wipe", "post_message", "write_file", "other", "*"} {
 			want, named := ref.decide(server, tool)
-			got := rt.Decide("anyone", server, runtime.Tool, tool).Effect
+			got := rt.DecideWritten("anyone", server, runtime.Tool, tool).Effect
 			switch {
 			case named && got != want:
 				t.Errorf("%s %s: imported policy says %s, Claude Code says %s", server, tool, got, want)
@@ -246,7 +249,7 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 			}
 		}
 		for _, k := range []runtime.Kind{runtime.Prompt, runtime.Resource} {
-			if got := rt.Decide("anyone", server, k, "x").Effect; got != runtime.Deny {
+			if got := rt.DecideWritten("anyone", server, k, "x").Effect; got != runtime.Deny {
 				t.Errorf("%s %s: %s, want deny (Claude Code's rules do not cover it)", server, k, got)
 			}
 		}

@@ -403,7 +403,9 @@ const benchListed = 500
 // BenchmarkListTools times tools/list of an upstream with 500 more tools,
 // directly and through the gateway (which decides and records each), over
 // in-memory transports.
-func BenchmarkListTools(b *testing.B) {
+// listingBench is an upstream with benchListed more tools, reached in
+// memory by dial, and a gateway in front of it serving listPolicy.
+func listingBench(b *testing.B) (g *Gateway, dial func(context.Context) (mcp.Transport, error)) {
 	benchGC(b, "inmemory")
 	up := testupstream.New(testupstream.Options{Name: "github"})
 	for i := range benchListed {
@@ -412,7 +414,7 @@ func BenchmarkListTools(b *testing.B) {
 				return &mcp.CallToolResult{}, nil
 			})
 	}
-	dial := func(ctx context.Context) (mcp.Transport, error) {
+	dial = func(ctx context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
 			return nil, err
@@ -428,7 +430,12 @@ func BenchmarkListTools(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer g.Close()
+	b.Cleanup(func() { g.Close() })
+	return g, dial
+}
+
+func BenchmarkListTools(b *testing.B) {
+	g, dial := listingBench(b)
 	list := func(b *testing.B, cs *mcp.ClientSession, want int) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -465,31 +472,7 @@ func BenchmarkListTools(b *testing.B) {
 // the gateway: for each principal with a session (100 here), a dry listing
 // of the upstream's 500 extra tools, its digest, and the comparison.
 func BenchmarkListsChanged(b *testing.B) {
-	benchGC(b, "inmemory")
-	up := testupstream.New(testupstream.Options{Name: "github"})
-	for i := range benchListed {
-		up.Server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	dial := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
-	g, err := New(context.Background(), Config{
-		Tables:      fixed(loadTable(b, listPolicy, 1)),
-		Log:         NewJSONLog(decisionFile(b)),
-		CallTimeout: 30 * time.Second,
-		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer g.Close()
+	g, _ := listingBench(b)
 	const principals = 100
 	for i := range principals {
 		st, ct := mcp.NewInMemoryTransports()

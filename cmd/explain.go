@@ -204,7 +204,7 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	case runtime.URINotNormal:
 		switch {
 		case ex.Normal == "":
-			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (spaces around it, a control character, no valid scheme, an escaped \"?\" or \"#\" in its path, a host made or broken by decoding, or escapes left after three rounds); docs/gateway.md lists them\n")
+			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (spaces around it, a control character, a scheme or host made by decoding, a host a URL parser reads as another, or escapes left after three rounds); docs/gateway.md lists them\n")
 		case d.Rule != nil:
 			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies a reading of it\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
 		default:

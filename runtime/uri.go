@@ -1,87 +1,76 @@
 package runtime
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // A resource URI is decided as written, but an upstream may read it
-// otherwise: a file server decodes percent-escapes (before or after it
-// splits the URI into its parts), reads a backslash as a separator, cleans
-// "." and ".." segments and repeated slashes, ignores a query, a port, the
-// host of a file: URI, the case of the scheme and host, spaces around the
-// URI. So that a URI cannot reach, under another spelling, what the table
-// denies, Decide also decides the URI in those readings (readURI), and a
-// URI with no sound reading is denied.
+// otherwise: a server may decode percent-escapes before or after it splits
+// the URI at "?" and "#" (or at only one of them, or not at all), read a
+// backslash as a separator, clean "." and ".." segments and repeated
+// slashes, ignore a query, a trailing slash, a port, the host of a file:
+// URI, the case of the scheme and host. So that a URI cannot reach, under
+// another spelling, what the table denies, Decide also decides the URI in
+// each of those readings (readURI), and a URI with no sound reading is
+// denied.
 
-// uriReadings are the readings of a resource URI that Decide decides
-// besides the URI as written.
-type uriReadings struct {
-	// normal is the normal form: split into its parts as written, host and
-	// path decoded, the path cleaned, scheme and host in lower case,
-	// userinfo, an empty or default port dropped (for file:, any port and
-	// the host localhost). It must be allowed.
-	normal string
-	// base is normal without its query and fragment, and flat is the URI
-	// read with "?" and "#" as path characters, decoded and cleaned: a
-	// server may ignore a query, or not split there. Both must be allowed.
-	base, flat string
-	// hostless is, for a file: URI with a host, the URI without it, and
-	// trimmed is base without a trailing slash: a deny rule matching
-	// either denies (a default does not: "file:///srv/" names the
-	// directory a rule for "file:///srv/*" means).
-	hostless, trimmed string
+// reading is one reading of a resource URI. It must be allowed; when
+// ruleOnly is set, only a deny rule matching it denies (a default does
+// not: "file:///srv/" names the directory a rule for "file:///srv/*"
+// means, and "file://host/x" what a rule for "file://host/*" means).
+type reading struct {
+	name     string
+	ruleOnly bool
 }
 
 // decideURI is the decision on the resource uri: the decision on uri as
 // written, turned into a deny with the reason URINotNormal when one of its
-// readings (uriReadings) is denied, or when it has none.
+// readings is denied, or when it has none.
 func (t *Table) decideURI(principal, server, uri string) Decision {
 	d := t.decide(principal, server, Resource, uri)
 	if d.Effect != Allow || !mayNotBeNormal(uri) {
 		return d
 	}
-	r, ok := readURI(uri)
+	_, readings, ok := readURI(uri)
 	if !ok {
 		return Decision{Effect: Deny, Reason: URINotNormal}
 	}
-	refused := func(name string, byRuleOnly bool) (Decision, bool) {
-		if name == "" || name == uri {
-			return Decision{}, false
+	for _, r := range readings {
+		if r.name == uri {
+			continue
 		}
-		dn := t.decide(principal, server, Resource, name)
-		if dn.Effect == Allow || byRuleOnly && dn.Reason != ByRule {
+		dn := t.decide(principal, server, Resource, r.name)
+		if dn.Effect == Allow || r.ruleOnly && dn.Reason != ByRule {
 			if dn.Consent && !d.Consent {
 				// A spelling of a ui:// resource needs what the ui://
 				// resource needs.
 				d.Consent, d.ConsentChannel = true, dn.ConsentChannel
 			}
-			return Decision{}, false
+			continue
 		}
 		dn.Effect, dn.Reason = Deny, URINotNormal
-		return dn, true
-	}
-	for _, c := range []struct {
-		name       string
-		byRuleOnly bool
-	}{{r.normal, false}, {r.base, false}, {r.flat, false}, {r.hostless, true}, {r.trimmed, true}} {
-		if dn, denied := refused(c.name, c.byRuleOnly); denied {
-			return dn
-		}
+		return dn
 	}
 	return d
 }
 
 // mayNotBeNormal reports, without allocating, whether uri could have a
 // reading other than itself (it reads uri as readURI does). It is false for
-// the usual URI: a lower-case scheme followed by "//" and a non-empty
-// lower-case host without userinfo or port (or "file:///"), no escapes,
-// backslashes, spaces around it, control characters, query or fragment,
-// and a path without empty, "." or ".." segments or a trailing slash.
+// the usual URI: a lower-case scheme followed by "//" and a lower-case
+// ASCII host without userinfo, port or trailing dot (or "file:///"), no
+// escapes, backslashes, spaces around it, control characters, query or
+// fragment, and a path that starts with "/", without empty, "." or ".."
+// segments or a trailing slash.
 func mayNotBeNormal(uri string) bool {
-	if uri == "" || uri[0] == ' ' || uri[len(uri)-1] == ' ' || strings.HasSuffix(uri, "/") {
+	if uri == "" || strings.HasSuffix(uri, "/") {
 		return true
 	}
 	for i := range len(uri) {
-		if c := uri[i]; c == '%' || c == '\\' || c == '?' || c == '#' || c < 0x20 || c == 0x7f {
-			return true
+		if c := uri[i]; c == '%' || c == '\\' || c == '?' || c == '#' || c <= ' ' || c >= 0x7f {
+			return true // also any space, and non-ASCII (perhaps Unicode space)
 		}
 	}
 	colon := validScheme(uri)
@@ -90,27 +79,21 @@ func mayNotBeNormal(uri string) bool {
 	}
 	rest := uri[colon+1:]
 	if !strings.HasPrefix(rest, "//") {
-		// No authority: fine but for the schemes that always have one.
-		return specialScheme(uri[:colon]) || !pathIsClean(rest) || strings.HasPrefix(uri, "file:")
+		return true
 	}
-	auth := rest[2:]
-	path := ""
+	auth, path := rest[2:], ""
 	if j := strings.IndexByte(auth, '/'); j >= 0 {
 		auth, path = auth[:j], auth[j:]
 	}
-	if strings.HasPrefix(uri, "file:") {
-		if auth != "" {
-			return true
-		}
-	} else if auth == "" && specialScheme(uri[:colon]) {
+	if path == "" || auth == "" && uri[:colon] != "file" || auth != "" && uri[:colon] == "file" || strings.HasSuffix(auth, ".") {
 		return true
 	}
 	for i := range len(auth) {
-		if c := auth[i]; 'A' <= c && c <= 'Z' || c == '@' || c == ':' || c == ' ' {
-			return true
+		if c := auth[i]; 'A' <= c && c <= 'Z' || c == '@' || c == ':' {
+			return true // upper case, userinfo, a port
 		}
 	}
-	return !pathIsClean(path)
+	return !pathIsClean(path) || numericHost(auth)
 }
 
 // validScheme returns the index of the colon that ends uri's scheme, or -1
@@ -130,16 +113,19 @@ func validScheme(uri string) int {
 	return -1
 }
 
-// specialScheme reports whether scheme always has a host: a URL parser
-// reads "https:host/x", "https:/host/x" and "https:///host/x" as
-// "https://host/x".
-func specialScheme(scheme string) bool {
+// hostScheme reports whether a URI of scheme always has a host: a URL
+// parser reads "https:host/x", "https:/host/x" and "https:///host/x" as
+// "https://host/x", and the ui allowlist names ui://server/... URIs.
+func hostScheme(scheme string) bool {
 	switch scheme {
-	case "http", "https", "ws", "wss", "ftp":
+	case "http", "https", "ws", "wss", "ftp", "ui":
 		return true
 	}
 	return false
 }
+
+// defaultPorts are the ports a URL parser drops.
+var defaultPorts = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443", "ftp": "21"}
 
 // pathIsClean reports, without allocating, whether cleanPath(p) is p: no
 // "." or ".." segment, and no empty one but for a leading or trailing
@@ -159,48 +145,76 @@ func pathIsClean(p string) bool {
 	return true
 }
 
-// normalURI is the normal form of uri (see uriReadings), read again until
-// it stays (cleaning can make a new form: "x:/./A:" reads otherwise once
-// cleaned); ok is false when uri has none.
-func normalURI(uri string) (n string, ok bool) {
-	r, ok := readURI(uri)
-	return r.normal, ok
-}
-
-// readURI returns the readings of uri. ok is false when it has no sound
-// one: it has spaces around it, a control character (a NUL may end a name
-// early, "%00" included), a scheme made by decoding, an escaped "?" or "#" in its path
-// (a server that decodes before it splits would cut the path there), a
-// separator in its decoded host, a decoded path that starts with "//" where
-// no host was written (a server that decodes first would read a host
-// there), no host where its scheme always has one, escapes left after three
-// rounds of decoding, or a normal form that still changes after three
-// readings.
-func readURI(uri string) (r uriReadings, ok bool) {
-	n := uri
-	for range 4 {
-		r, ok = readOnce(n)
-		if !ok {
-			return uriReadings{}, false
+// numericHost reports whether host looks like a number a URL parser reads
+// as an IPv4 address ("2130706433", "127.1", "0x7f.0.0.1"): only digits,
+// dots and hex, with a digit.
+func numericHost(host string) bool {
+	digit := false
+	for i := range len(host) {
+		switch c := host[i]; {
+		case '0' <= c && c <= '9':
+			digit = true
+		case c == '.' || c == 'x' || 'a' <= c && c <= 'f':
+		default:
+			return false
 		}
-		if r.normal == n {
-			return r, true
-		}
-		if n != uri {
-			// The readings of the first pass stand; only the normal
-			// form is read again.
-			r0, _ := readOnce(uri)
-			r0.normal = r.normal
-			r = r0
-		}
-		n = r.normal
 	}
-	return uriReadings{}, false
+	return digit
 }
 
-func readOnce(uri string) (r uriReadings, ok bool) {
-	if uri == "" || hasControl(uri) || uri[0] == ' ' || uri[len(uri)-1] == ' ' {
-		return r, false
+// canonicalIPv4 reports whether host is a dotted quad as a URL parser
+// writes one: four decimal numbers up to 255, without leading zeros.
+func canonicalIPv4(host string) bool {
+	parts := strings.Split(host, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n > 255 || strconv.Itoa(n) != p {
+			return false
+		}
+	}
+	return true
+}
+
+// normalURI is the normal form of uri (see readURI); ok is false when uri
+// has no sound reading.
+func normalURI(uri string) (n string, ok bool) {
+	n, _, ok = readURI(uri)
+	return n, ok
+}
+
+// readURI returns the normal form of uri and the readings Decide decides
+// besides uri itself. The normal form is uri split into scheme, host, path,
+// query and fragment as written; the host and path decoded (up to three
+// rounds, as a server may decode twice); backslashes in the path read as
+// slashes, empty, "." and ".." segments removed; scheme and host in lower
+// case, without userinfo, a trailing dot, an empty or default port (for
+// file:, any port, and the host localhost); a host scheme's empty path as
+// "/"; query and fragment as written. The readings are, each without a
+// query or fragment: the path split at "?" and "#", at "?" only, at "#"
+// only and not at all, each before and after decoding; and, for a deny
+// rule only, each without a trailing slash, and for a file: URI with a
+// host, each without the host.
+//
+// ok is false when uri has no sound reading: spaces around it (Unicode
+// ones too), a control character (a NUL may end a name early; "%00"
+// anywhere, other escaped ones in the path), a scheme made by decoding, a "/", "\", "?", "#", space
+// or non-ASCII character in its decoded host where the scheme has hosts
+// (or a number a URL parser reads as another IPv4 address), a path that
+// starts with "//" once decoded where no host was written, no host where
+// the scheme always has one, or escapes left after three rounds of
+// decoding.
+func readURI(uri string) (normal string, readings []reading, ok bool) {
+	if uri == "" || hasControl(uri) {
+		return "", nil, false
+	}
+	if r, _ := utf8.DecodeRuneInString(uri); unicode.IsSpace(r) {
+		return "", nil, false
+	}
+	if r, _ := utf8.DecodeLastRuneInString(uri); unicode.IsSpace(r) {
+		return "", nil, false
 	}
 	scheme, rest := "", uri
 	if colon := validScheme(asciiLower(uri)); colon >= 0 {
@@ -208,73 +222,153 @@ func readOnce(uri string) (r uriReadings, ok bool) {
 	} else if d, ok := decodeAll(uri); !ok || validScheme(asciiLower(d)) >= 0 {
 		// A scheme made by decoding ("%75i://", "repo%3A//"): a server
 		// that decodes first reads one.
-		return r, false
+		return "", nil, false
 	}
-	body, tail := rest, ""
-	if k := strings.IndexAny(rest, "?#"); k >= 0 {
-		body, tail = rest[:k], rest[k:]
-	}
-	auth, hasAuth := "", false
-	if after, found := strings.CutPrefix(body, "//"); found {
-		hasAuth = true
-		j := strings.IndexByte(after, '/')
+	host, hasHost := "", false
+	if after, found := strings.CutPrefix(rest, "//"); found {
+		hasHost = true
+		j := strings.IndexAny(after, "/?#")
 		if j < 0 {
 			j = len(after)
 		}
-		auth, body = after[:j], after[j:]
-		if auth, ok = decodeAll(auth); !ok || strings.ContainsAny(auth, "/?#\\ ") {
-			return uriReadings{}, false
+		var raw string
+		raw, rest = after[:j], after[j:]
+		if host, ok = readHost(scheme, raw); !ok {
+			return "", nil, false
 		}
-		auth = normalHost(scheme, auth)
+	} else if hostScheme(scheme) {
+		return "", nil, false
 	}
-	if specialScheme(scheme) && (!hasAuth || auth == "") {
-		return uriReadings{}, false
-	}
-	host := auth
-	if scheme == "file" {
-		hasAuth = true
-		if host == "localhost" {
-			host = ""
-		}
+	if hostScheme(scheme) && host == "" {
+		return "", nil, false
 	}
 	prefix := ""
 	if scheme != "" {
 		prefix = scheme + ":"
 	}
-	if hasAuth {
+	hostless := ""
+	if scheme == "file" {
+		// file:/x, file:///x and file://localhost/x name one file.
+		if host == "localhost" {
+			host = ""
+		}
+		if host != "" {
+			hostless = prefix + "//"
+		}
+		hasHost = true
+	}
+	if hasHost {
 		prefix += "//" + host
 	}
-	path, ok := readPath(body, hasAuth, true)
+	// The normal form: split as written, the path decoded.
+	k := strings.IndexAny(rest, "?#")
+	if k < 0 {
+		k = len(rest)
+	}
+	path, ok := readPath(rest[:k], hasHost, scheme == "file" && !strings.HasPrefix(uri[len(scheme)+1:], "//"), true)
 	if !ok {
-		return uriReadings{}, false
+		return "", nil, false
 	}
-	flat, ok := readPath(body+tail, hasAuth, false)
-	if !ok {
-		return uriReadings{}, false
+	if path == "" && hostScheme(scheme) {
+		path = "/"
 	}
-	r.base = prefix + path
-	r.normal = r.base + tail
-	r.flat = prefix + flat
-	if scheme == "file" && host != "" {
-		r.hostless = "file://" + path
+	normal = prefix + path + rest[k:]
+	seen := map[string]bool{uri: true}
+	add := func(name string, ruleOnly bool) {
+		if !seen[name] {
+			seen[name] = true
+			readings = append(readings, reading{name, ruleOnly})
+		}
 	}
-	if trimmed, found := strings.CutSuffix(r.base, "/"); found && !strings.HasSuffix(trimmed, "/") {
-		r.trimmed = trimmed
+	add(normal, false)
+	decoded, _ := decodeAll(rest)
+	for _, src := range []string{rest, decoded} {
+		for _, delims := range []string{"?#", "?", "#", ""} {
+			body := src
+			if delims != "" {
+				if k := strings.IndexAny(src, delims); k >= 0 {
+					body = src[:k]
+				}
+			}
+			p, ok := readPath(body, hasHost, false, false)
+			if !ok {
+				return "", nil, false
+			}
+			if p == "" && hostScheme(scheme) {
+				p = "/"
+			}
+			add(prefix+p, false)
+			trimmed, slash := strings.CutSuffix(p, "/")
+			if slash && trimmed != "" && !strings.HasSuffix(trimmed, "/") {
+				add(prefix+trimmed, true)
+			}
+			if hostless != "" {
+				add(hostless+p, true)
+				if slash && trimmed != "" && !strings.HasSuffix(trimmed, "/") {
+					add(hostless+trimmed, true)
+				}
+			}
+		}
 	}
-	return r, true
+	return normal, readings, true
+}
+
+// readHost is the written host raw of a URI of scheme, decoded and in
+// normal form; ok is false when it is not sound.
+func readHost(scheme, raw string) (string, bool) {
+	host, ok := decodeAll(raw)
+	if !ok || strings.ContainsAny(host, "/?#\\ ") {
+		return "", false
+	}
+	if k := strings.LastIndexByte(host, '@'); k >= 0 {
+		host = host[k+1:] // userinfo names no other resource
+	}
+	host = asciiLower(host)
+	port := ""
+	if k := strings.LastIndexByte(host, ':'); k >= 0 && !strings.Contains(host[k:], "]") {
+		host, port = host[:k], host[k+1:]
+		if port != "" {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 0 || n > 65535 {
+				return "", false
+			}
+			port = strconv.Itoa(n) // no leading zeros
+		}
+		if port == defaultPorts[scheme] || scheme == "file" {
+			port = ""
+		}
+	}
+	host = strings.TrimSuffix(host, ".")
+	if hostScheme(scheme) || scheme == "file" {
+		for i := range len(host) {
+			if host[i] >= 0x80 {
+				return "", false // a name an IDNA mapping may turn into another
+			}
+		}
+		if numericHost(host) && !canonicalIPv4(host) {
+			return "", false
+		}
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return host, true
 }
 
 // readPath is path p decoded, with backslashes as slashes and cleaned. A
-// path after a host starts with a slash; a decoded path that starts with
-// "//" where no host was written is refused (a server that decodes first
-// reads a host there), and so is one with "?" or "#" when noDelims is set.
-func readPath(p string, afterHost, noDelims bool) (string, bool) {
+// path after a host starts with a slash. strict refuses a control
+// character and escapes left after three rounds (the path as split where
+// written); a NUL is refused anyway. A decoded path that starts with "//"
+// where no host was written is refused (a server that decodes first reads
+// a host there): a path without a host, or of a file: URI written without
+// "//" (fileNoHost).
+func readPath(p string, afterHost, fileNoHost, strict bool) (string, bool) {
 	p, ok := decodeAll(p)
-	if !ok || noDelims && strings.ContainsAny(p, "?#") {
+	if strings.ContainsRune(p, 0) || strict && !ok {
 		return "", false
 	}
 	p = strings.ReplaceAll(p, `\`, "/")
-	if !afterHost && strings.HasPrefix(p, "//") {
+	if (!afterHost || fileNoHost) && strings.HasPrefix(p, "//") {
 		return "", false
 	}
 	if afterHost && p != "" && p[0] != '/' {
@@ -283,33 +377,15 @@ func readPath(p string, afterHost, noDelims bool) (string, bool) {
 	return cleanPath(p), true
 }
 
-// normalHost is a decoded host of a URI of scheme: in lower case, without
-// userinfo, without an empty or default port (for file:, without any).
-func normalHost(scheme, auth string) string {
-	if k := strings.LastIndexByte(auth, '@'); k >= 0 {
-		auth = auth[k+1:] // userinfo names no other resource
-	}
-	auth = asciiLower(auth)
-	if k := strings.LastIndexByte(auth, ':'); k >= 0 && !strings.Contains(auth[k:], "]") {
-		switch port := auth[k+1:]; {
-		case port == "", scheme == "file",
-			port == "80" && (scheme == "http" || scheme == "ws"),
-			port == "443" && (scheme == "https" || scheme == "wss"),
-			port == "21" && scheme == "ftp":
-			auth = auth[:k]
-		}
-	}
-	return auth
-}
-
 // decodeAll decodes the percent-escapes of s until none is left, as a
 // server may decode twice; ok is false when some are left after three
-// rounds, or the result holds a control character.
+// rounds (s is then as far as it got), or the result holds a control
+// character.
 func decodeAll(s string) (string, bool) {
 	rounds := 0
 	for d := unescapeAll(s); d != s; d = unescapeAll(s) {
 		if rounds++; rounds > 3 {
-			return "", false // escaped over and over: no honest URI is
+			return s, false // escaped over and over: no honest URI is
 		}
 		s = d
 	}

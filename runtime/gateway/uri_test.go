@@ -68,6 +68,8 @@ func TestResourceSpellings(t *testing.T) {
 		"file:///srv/projects/x?/../../secrets/key",
 		"file:///srv/projects/x#/../../secrets/key",
 		"file:///srv/projects/app/x?/../.en%76",
+		"file:///srv/projects/app/x?/../.env/",
+		"file:///srv/projects/app/q/..?/../.env/.",
 	} {
 		got, err := read(uri)
 		if err == nil {

@@ -145,21 +145,24 @@ func pathIsClean(p string) bool {
 	return true
 }
 
-// numericHost reports whether host looks like a number a URL parser reads
-// as an IPv4 address ("2130706433", "127.1", "0x7f.0.0.1"): only digits,
-// dots and hex, with a digit.
+// numericHost reports whether a URL parser reads host as an IPv4 address:
+// its last label is a number ("2130706433", "127.1", "0x7f.0.0.1").
 func numericHost(host string) bool {
-	digit := false
-	for i := range len(host) {
-		switch c := host[i]; {
-		case '0' <= c && c <= '9':
-			digit = true
-		case c == '.' || c == 'x' || 'a' <= c && c <= 'f':
-		default:
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		for i := range len(hex) {
+			if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range len(last) {
+		if c := last[i]; c < '0' || c > '9' {
 			return false
 		}
 	}
-	return digit
+	return last != ""
 }
 
 // canonicalIPv4 reports whether host is a dotted quad as a URL parser
@@ -281,8 +284,17 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 		}
 	}
 	add(normal, false)
-	decoded, _ := decodeAll(rest)
-	for _, src := range []string{rest, decoded} {
+	// A server decodes the path some rounds (none to three) before it
+	// splits and cleans it, and may decode what is left after.
+	srcs := []string{rest}
+	for s := rest; len(srcs) < 4; {
+		d := unescapeAll(s)
+		if d == s {
+			break
+		}
+		srcs, s = append(srcs, d), d
+	}
+	for _, src := range srcs {
 		for _, delims := range []string{"?#", "?", "#", ""} {
 			body := src
 			if delims != "" {
@@ -290,22 +302,24 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 					body = src[:k]
 				}
 			}
-			p, ok := readPath(body, hasHost, false, false)
-			if !ok {
-				return "", nil, false
-			}
-			if p == "" && hostScheme(scheme) {
-				p = "/"
-			}
-			add(prefix+p, false)
-			trimmed, slash := strings.CutSuffix(p, "/")
-			if slash && trimmed != "" && !strings.HasSuffix(trimmed, "/") {
-				add(prefix+trimmed, true)
-			}
-			if hostless != "" {
-				add(hostless+p, true)
+			for _, p := range []string{cleanPath(strings.ReplaceAll(body, `\\`, "/")), body} {
+				p, ok := readPath(p, hasHost, false, false)
+				if !ok {
+					return "", nil, false
+				}
+				if p == "" && hostScheme(scheme) {
+					p = "/"
+				}
+				add(prefix+p, false)
+				trimmed, slash := strings.CutSuffix(p, "/")
 				if slash && trimmed != "" && !strings.HasSuffix(trimmed, "/") {
-					add(hostless+trimmed, true)
+					add(prefix+trimmed, true)
+				}
+				if hostless != "" {
+					add(hostless+p, true)
+					if slash && trimmed != "" && !strings.HasSuffix(trimmed, "/") {
+						add(hostless+trimmed, true)
+					}
 				}
 			}
 		}
@@ -345,8 +359,8 @@ func readHost(scheme, raw string) (string, bool) {
 				return "", false // a name an IDNA mapping may turn into another
 			}
 		}
-		if numericHost(host) && !canonicalIPv4(host) {
-			return "", false
+		if numericHost(host) && !canonicalIPv4(host) || strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+			return "", false // another address, or a port left in the host
 		}
 	}
 	if port != "" {

@@ -70,6 +70,7 @@ func TestResourceSpellings(t *testing.T) {
 		"file:///srv/projects/app/x?/../.en%76",
 		"file:///srv/projects/app/x?/../.env/",
 		"file:///srv/projects/app/q/..?/../.env/.",
+		"file:///srv/projects/app/..%252Fy/../.en%76",
 	} {
 		got, err := read(uri)
 		if err == nil {

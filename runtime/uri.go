@@ -302,7 +302,11 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 					body = src[:k]
 				}
 			}
-			for _, p := range []string{cleanPath(strings.ReplaceAll(body, `\\`, "/")), body} {
+			// Cleaned as written (backslashes as slashes), as a URL
+			// parser does (a segment that is "." or ".." once "%2e" is
+			// decoded is a dot segment; other escapes stay in their
+			// segment), or not before the rest is decoded.
+			for _, p := range []string{cleanPath(strings.ReplaceAll(body, `\`, "/")), cleanPath(dotsDecoded(body)), body} {
 				p, ok := readPath(p, hasHost, false, false)
 				if !ok {
 					return "", nil, false
@@ -325,6 +329,19 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 		}
 	}
 	return normal, readings, true
+}
+
+// dotsDecoded is p with backslashes as slashes and, in each segment that
+// is "." or ".." once its "%2e" escapes are decoded, those escapes decoded:
+// the segments a URL parser removes before it decodes anything else.
+func dotsDecoded(p string) string {
+	segs := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
+	for i, seg := range segs {
+		if d := strings.ReplaceAll(strings.ReplaceAll(seg, "%2e", "."), "%2E", "."); d == "." || d == ".." {
+			segs[i] = d
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // readHost is the written host raw of a URI of scheme, decoded and in

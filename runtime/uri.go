@@ -196,19 +196,21 @@ func normalURI(uri string) (n string, ok bool) {
 // case, without userinfo, a trailing dot, an empty or default port (for
 // file:, any port, and the host localhost); a host scheme's empty path as
 // "/"; query and fragment as written. The readings are, each without a
-// query or fragment: the path split at "?" and "#", at "?" only, at "#"
-// only and not at all, each before and after decoding; and, for a deny
-// rule only, each without a trailing slash, and for a file: URI with a
-// host, each without the host.
+// query or fragment: the path after none to three rounds of decoding,
+// split at "?" and "#", at "?" only, at "#" only or not at all, and
+// cleaned before the rest is decoded (as written, or as a URL parser does)
+// or after; and, for a deny rule only, each without a trailing slash, and
+// for a file: URI with a host, each without the host.
 //
 // ok is false when uri has no sound reading: spaces around it (Unicode
-// ones too), a control character (a NUL may end a name early; "%00"
-// anywhere, other escaped ones in the path), a scheme made by decoding, a "/", "\", "?", "#", space
-// or non-ASCII character in its decoded host where the scheme has hosts
-// (or a number a URL parser reads as another IPv4 address), a path that
-// starts with "//" once decoded where no host was written, no host where
-// the scheme always has one, or escapes left after three rounds of
-// decoding.
+// ones too); a control character (a NUL may end a name early: "%00"
+// anywhere, other escaped ones in the path); a scheme made by decoding;
+// where the scheme has hosts, a "/", "\", "?", "#", space or non-ASCII
+// character in its decoded host, a port left in it, or a last label that
+// is a number a URL parser reads as another IPv4 address; a path that
+// starts with "//" once decoded where no host was written; no host where
+// the scheme always has one; or escapes left after three rounds of
+// decoding in the path.
 func readURI(uri string) (normal string, readings []reading, ok bool) {
 	if uri == "" || hasControl(uri) {
 		return "", nil, false

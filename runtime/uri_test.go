@@ -54,13 +54,13 @@ func TestNormalURI(t *testing.T) {
 	}
 	for _, in := range []string{"file:///srv/projects/app/.env%00.txt", "file:///srv/a\x00b", "file:///srv/%2500", "file:///srv/a%7Fb", "file:///srv/%252525252E",
 		"file://a%2Fb/c", "file://a%5Cb/c", "",
-		// the bypasses of a review: spaces around, a scheme that is not one,
+		// spaces around, a scheme that is not one,
 		// a host made by decoding, a scheme that always has a host without
 		// one
 		" repo://acme/secret", "repo://acme/secret ", "fil%65:///etc/shadow", "%75i://files/x.html", "repo%3A//acme/secret",
 		"repo:%2F%2Facme/secret", `repo:\\acme\secret`, `https:/\internal.example/x`, "https:///internal.example/x",
 		"https:internal.example/x", "https://internal.example@/x",
-		// and of a third: a file: host made by backslashes or decoding,
+		// a file: host made by backslashes or decoding,
 		// hosts a URL parser reads otherwise, Unicode spaces around
 		`file:\\evilhost\etc\shadow`, `file:/\evilhost/etc/shadow`, "file:%2F%2Fevilhost/etc/shadow", "file:/%2Fevilhost/etc/shadow",
 		"http://2130706433/x", "http://127.1/x", "http://0x7f.0.0.1/x", "https://ｉｎｔｅｒｎａｌ.example/x", "https://inter\u00adnal.example/x",

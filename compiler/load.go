@@ -186,13 +186,22 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	// set in two places, more are the branches of a disjunction.
 	conflicts := map[string]int{}
 	counted := map[string]bool{}
+	// conflictAt holds every place in the sources a conflict at a path
+	// names, for configurations whose values are never repeated.
+	conflictAt := map[string][]token.Pos{}
 	for _, e := range errs {
 		msg, dotted := errorMsg(e), joinPath(errorPath(e))
 		if conflictRE.MatchString(msg) && !counted[dotted+"\x00"+msg] {
 			counted[dotted+"\x00"+msg] = true
 			conflicts[dotted]++
+			for _, p := range cueerrors.Positions(e) {
+				if !strings.HasPrefix(p.Filename(), "schema/") && !slices.ContainsFunc(conflictAt[dotted], func(q token.Pos) bool { return posOf(q) == posOf(p) }) {
+					conflictAt[dotted] = append(conflictAt[dotted], p)
+				}
+			}
 		}
 	}
+	conflictDone := map[string]bool{}
 	seen := map[string]bool{}
 	for _, e := range errs {
 		msg := errorMsg(e)
@@ -225,6 +234,17 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		if m := conflictRE.FindStringSubmatch(msg); m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
 			d.Message, d.Suggestion = c.conflict(dotted, m[1], m[2], user)
 			c.add(d)
+			continue
+		}
+		if m := conflictRE.FindStringSubmatch(msg); m != nil && !inSchema && !c.showsValues() {
+			// Values set in several places (or against the author's own
+			// disjunction) in a configuration that may hold secrets: one
+			// diagnostic at the path, naming the places, not the values.
+			if !conflictDone[dotted] {
+				conflictDone[dotted] = true
+				d.Message, d.Suggestion = c.conflict(dotted, m[1], m[2], conflictAt[dotted])
+				c.add(d)
+			}
 			continue
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
@@ -311,6 +331,13 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	}
 }
 
+// showsValues reports whether errors may repeat the values of the sources:
+// for policies and the lint configuration; other configurations may hold
+// secrets.
+func (c *compilation) showsValues() bool {
+	return c.def == "#Policy" || c.def == "#LintConfig"
+}
+
 var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
 
 var mismatchRE = regexp.MustCompile(` \(mismatched types [^()]*\)$`)
@@ -329,7 +356,7 @@ func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, sugges
 		where = append(where, posOf(p).String())
 	}
 	written := fmt.Sprintf(" (%s)", strings.Join(where, " and "))
-	if c.def == "#Policy" || c.def == "#LintConfig" {
+	if c.showsValues() {
 		written = fmt.Sprintf(", %s and %s%s", a, b, written)
 		if len(at) == 2 {
 			// Name each value with its place when the sources show which
@@ -344,7 +371,11 @@ func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, sugges
 			}
 		}
 	}
-	return fmt.Sprintf("%s: set in two places to different values%s, which conflict: a key has one value, and CUE keeps neither", dotted, written),
+	places := "two places"
+	if len(at) > 2 {
+		places = "several places"
+	}
+	return fmt.Sprintf("%s: set in %s to different values%s, which conflict: a key has one value, and CUE keeps neither", dotted, places, written),
 		"keep one of them: a key set in more than one place, in one file or in several, must have the same value in each"
 }
 

@@ -158,11 +158,9 @@ type Gateway struct {
 	servers map[string]*mcp.Server // one per principal
 
 	// shown holds, per principal, the digests of the listings it was last
-	// told of (listsChanged); nextUnknown numbers listings whose digest
-	// could not be taken.
-	shownMu     sync.Mutex
-	shown       map[string][len(listBits)]string
-	nextUnknown atomic.Uint64
+	// told of (listsChanged).
+	shownMu sync.Mutex
+	shown   map[string][len(listBits)]string
 
 	progress sync.Map // gateway progress token (string) → progressTarget
 
@@ -524,10 +522,7 @@ func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.servers[principal]; s != nil {
-		for range s.Sessions() {
-			return s, false
-		}
-		return s, true
+		return s, !hasSession(s)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "policyc-gateway", Version: g.cfg.Version}, &mcp.ServerOptions{
 		Logger: g.sdkLogger,
@@ -540,6 +535,14 @@ func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 	s.AddReceivingMiddleware(g.middleware(principal))
 	g.servers[principal] = s
 	return s, true
+}
+
+// hasSession reports whether s serves a session.
+func hasSession(s *mcp.Server) bool {
+	for range s.Sessions() {
+		return true
+	}
+	return false
 }
 
 // The SDK sends list_changed notifications when a server's own feature set
@@ -582,12 +585,7 @@ func (g *Gateway) listsChanged(which int) {
 	g.shownMu.Lock()
 	defer g.shownMu.Unlock()
 	for p, s := range servers {
-		live := false
-		for range s.Sessions() {
-			live = true
-			break
-		}
-		if !live {
+		if !hasSession(s) {
 			// No one to tell; its next first session takes the digests
 			// afresh (Connect).
 			continue
@@ -595,7 +593,7 @@ func (g *Gateway) listsChanged(which int) {
 		now := g.listingDigests(p, which)
 		last := g.shown[p]
 		for i, bit := range listBits {
-			if which&bit == 0 || now[i] == last[i] {
+			if which&bit == 0 || now[i] != "" && now[i] == last[i] {
 				continue
 			}
 			switch bit {
@@ -617,8 +615,9 @@ func (g *Gateway) listsChanged(which int) {
 var listBits = [...]int{listTools, listPrompts, listResources}
 
 // listingDigests returns, for each listing of which, a digest of what
-// principal would be listed now (resources with templates); the others are
-// empty. The listings are made dry: no decision of theirs is logged.
+// principal would be listed now (resources with templates), or "" when it
+// could not be taken; the others are empty. The listings are made dry: no
+// decision of theirs is logged.
 func (g *Gateway) listingDigests(principal string, which int) (out [len(listBits)]string) {
 	for i, bit := range listBits {
 		if which&bit == 0 {
@@ -643,9 +642,7 @@ func (g *Gateway) listingDigests(principal string, which int) (out [len(listBits
 		}
 		b, jerr := json.Marshal(v)
 		if err != nil || jerr != nil {
-			// Unknown: count it as changed, so that clients look.
-			out[i] = fmt.Sprintf("unknown %d", g.nextUnknown.Add(1))
-			continue
+			continue // unknown, "": counted as changed (listsChanged)
 		}
 		sum := sha256.Sum256(b)
 		out[i] = string(sum[:])

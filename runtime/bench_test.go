@@ -168,3 +168,36 @@ func TestGeneratedGroupsNarrow(t *testing.T) {
 		t.Fatal("no group changed a decision: the generated groups are degenerate")
 	}
 }
+
+// BenchmarkLoadLargeGroup loads a table whose one group has 5,000 members,
+// over 20 servers. Members of the same groups share one view, so the load
+// builds two views (the group's and everyone else's), not 5,001:
+//
+//	go test ./runtime -run '^$' -bench LoadLargeGroup -benchmem
+func BenchmarkLoadLargeGroup(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("package policy\n")
+	for s := range 20 {
+		fmt.Fprintf(&src, "mcp_servers: s%02d: access: tool: allow_list: [\"get_*\", \"list_*\"]\n", s)
+	}
+	src.WriteString("groups: eng: {\n\tmembers: [")
+	for i := range 5000 {
+		fmt.Fprintf(&src, "%q, ", fmt.Sprintf("u%04d", i))
+	}
+	src.WriteString("]\n\tglobal: access: tool: deny_list: [\"get_secret\"]\n}\n")
+	res := compiler.Compile(compiler.Input{Files: []compiler.File{{Name: "group.cue", Data: []byte(src.String())}}, Source: table.Source{PolicyPath: "bench"}})
+	if res.Table == nil {
+		b.Fatalf("the benchmark policy does not compile: %v", res.Diagnostics)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rt, err := runtime.Load(res.Table)
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-rt.Ready()
+		if rt.ClassOf("u0001") != rt.ClassOf("u4999") {
+			b.Fatal("members of one group are of different classes")
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"maps"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -359,6 +360,15 @@ func LoadForInspection(src *table.Table) (*Table, error) {
 	return t, nil
 }
 
+// Class is what decides for a principal. Two principals of one class, for
+// instance members of the same groups with no scope of their own, get the
+// same decision for every request from the table they were classed by.
+// Classes are comparable; the zero Class is no table's.
+type Class struct{ v *view }
+
+// ClassOf returns the class of principal.
+func (t *Table) ClassOf(principal string) Class { return Class{t.viewOf(principal)} }
+
 // Principals returns, sorted, the principals whose group or principal
 // scopes give them decisions of their own; every other principal decides
 // as the empty principal does.
@@ -380,7 +390,12 @@ func (t *Table) buildAutomata() {
 	defer close(t.ready)
 	seen := map[*glob.Set]bool{}
 	var sets []*glob.Set
+	views := map[*view]bool{} // principals share views
 	for _, v := range append([]*view{t.anyone}, slices.Collect(maps.Values(t.named))...) {
+		if views[v] {
+			continue
+		}
+		views[v] = true
 		for _, slot := range v.servers.slots {
 			sv := slot.sv
 			if sv == nil {
@@ -465,7 +480,20 @@ func load(src *table.Table) (*Table, error) {
 		}
 		scopes = append(scopes, sl)
 	}
+	// Principals to whom the same scopes apply decide alike: they share
+	// one view, built once, keyed by the indexes of those scopes.
+	shared := map[string]*view{}
+	var key []byte
 	build := func(principal string) *view {
+		key = key[:0]
+		for i, sc := range scopes {
+			if sc.AppliesTo(principal) {
+				key = strconv.AppendInt(append(key, ','), int64(i), 10)
+			}
+		}
+		if v := shared[string(key)]; v != nil {
+			return v
+		}
 		servers := map[string]*serverView{}
 		for name, ks := range base {
 			sv := &serverView{}
@@ -493,7 +521,9 @@ func load(src *table.Table) (*Table, error) {
 			}
 			servers[name] = sv
 		}
-		return &view{servers: newServerIndex(servers)}
+		v := &view{servers: newServerIndex(servers)}
+		shared[string(key)] = v
+		return v
 	}
 	t.anyone = build("")
 	for _, sc := range scopes {

@@ -405,7 +405,7 @@ const benchListed = 500
 // in-memory transports.
 // listingBench is an upstream with benchListed more tools, reached in
 // memory by dial, and a gateway in front of it serving listPolicy.
-func listingBench(b *testing.B) (g *Gateway, dial func(context.Context) (mcp.Transport, error)) {
+func listingBench(b *testing.B, policy string) (g *Gateway, dial func(context.Context) (mcp.Transport, error)) {
 	benchGC(b, "inmemory")
 	up := testupstream.New(testupstream.Options{Name: "github"})
 	for i := range benchListed {
@@ -422,7 +422,7 @@ func listingBench(b *testing.B) (g *Gateway, dial func(context.Context) (mcp.Tra
 		return ct, nil
 	}
 	g, err := New(context.Background(), Config{
-		Tables:      fixed(loadTable(b, listPolicy, 1)),
+		Tables:      fixed(loadTable(b, policy, 1)),
 		Log:         NewJSONLog(decisionFile(b)),
 		CallTimeout: 30 * time.Second,
 		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
@@ -435,7 +435,7 @@ func listingBench(b *testing.B) (g *Gateway, dial func(context.Context) (mcp.Tra
 }
 
 func BenchmarkListTools(b *testing.B) {
-	g, dial := listingBench(b)
+	g, dial := listingBench(b, listPolicy)
 	list := func(b *testing.B, cs *mcp.ClientSession, want int) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -469,22 +469,32 @@ func BenchmarkListTools(b *testing.B) {
 }
 
 // BenchmarkListsChanged times what an upstream's tools/list_changed costs
-// the gateway: for each principal with a session (100 here), a dry listing
-// of the upstream's 500 extra tools, its digest, and the comparison.
+// the gateway: for each class of principals with a session, a dry listing
+// of the upstream's 500 extra tools and its digest; for each principal, the
+// comparison. There are 100 principals: of one class (listPolicy gives none
+// of them a scope), or each of a class of its own (a principal scope each).
 func BenchmarkListsChanged(b *testing.B) {
-	g, _ := listingBench(b)
 	const principals = 100
+	own := listPolicy
 	for i := range principals {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := g.Connect(context.Background(), fmt.Sprintf("p%03d", i), st); err != nil {
-			b.Fatal(err)
-		}
-		cs := connectClient(b, ct)
-		defer cs.Close()
+		own += fmt.Sprintf("principals: p%03d: mcp_servers: github: access: tool: deny_list: [\"tool_%03d\"]\n", i, 2*i)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		g.listsChanged(listTools)
+	for _, bc := range []struct{ name, policy string }{{"one-class", listPolicy}, {"own-class", own}} {
+		b.Run(bc.name, func(b *testing.B) {
+			g, _ := listingBench(b, bc.policy)
+			for i := range principals {
+				st, ct := mcp.NewInMemoryTransports()
+				if _, err := g.Connect(context.Background(), fmt.Sprintf("p%03d", i), st); err != nil {
+					b.Fatal(err)
+				}
+				cs := connectClient(b, ct)
+				defer cs.Close()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				g.listsChanged(listTools)
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/principals, "µs/principal")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/principals, "µs/principal")
 }

@@ -484,6 +484,55 @@ func TestListChangedOnlyForVisibleChanges(t *testing.T) {
 	}
 }
 
+// TestListChangedPerClass: principals of one class are listed once per
+// change, and each of them is told; a principal of another class whose
+// listing did not change is not.
+func TestListChangedPerClass(t *testing.T) {
+	policy := testPolicy + `principals: carol: mcp_servers: github: access: tool: deny_list: ["list_more"]` + "\n"
+	tg := startGateway(t, func(c *Config) { c.Tables = fixed(loadTable(t, policy, 1)) })
+	if tg.table.Load().ClassOf("alice") != tg.table.Load().ClassOf("dave") || tg.table.Load().ClassOf("alice") == tg.table.Load().ClassOf("carol") {
+		t.Fatal("alice and dave should be of one class, carol of another")
+	}
+	told := map[string]chan struct{}{}
+	for _, p := range []string{"alice", "dave", "carol"} {
+		ch := make(chan struct{}, 10)
+		told[p] = ch
+		tg.client(t, p, legacyVersion, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
+		})
+	}
+	expect := func(what string, want map[string]bool) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for p, ch := range told {
+			if !want[p] {
+				continue
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Fatalf("%s: %s was not told its tools changed", what, p)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		for p, ch := range told {
+			select {
+			case <-ch:
+				if !want[p] {
+					t.Errorf("%s: %s was told its tools changed", what, p)
+				} else {
+					t.Errorf("%s: %s was told twice", what, p)
+				}
+			default:
+			}
+		}
+	}
+	tg.github.AddTool("list_more") // carol may not see it
+	expect("list_more", map[string]bool{"alice": true, "dave": true})
+	tg.github.AddTool("list_other") // everyone may
+	expect("list_other", map[string]bool{"alice": true, "dave": true, "carol": true})
+}
+
 // TestConnectWhileListsChange: sessions of new principals connect while
 // listings change (re-lists, reloads): nothing deadlocks, and every new
 // principal is told of later changes to its own listing.

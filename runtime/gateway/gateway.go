@@ -507,7 +507,7 @@ func (g *Gateway) Connect(ctx context.Context, principal string, t mcp.Transport
 func (g *Gateway) sessionServer(principal string) *mcp.Server {
 	s, fresh := g.serverFor(principal)
 	if fresh {
-		digests := g.listingDigests(principal, listAll)
+		digests := g.listingDigests(g.listing(principal), listAll)
 		g.shownMu.Lock()
 		g.shown[principal] = digests
 		g.shownMu.Unlock()
@@ -584,13 +584,22 @@ func (g *Gateway) listsChanged(which int) {
 	// g.mu is never taken while shownMu is held.
 	g.shownMu.Lock()
 	defer g.shownMu.Unlock()
+	// Principals of one class are listed alike: each class's listings
+	// are made once, from one table at one time.
+	t, at := g.table.Load(), g.now()
+	byClass := map[runtime.Class][len(listBits)]string{}
 	for p, s := range servers {
 		if !hasSession(s) {
 			// No one to tell; its next first session takes the digests
 			// afresh (Connect).
 			continue
 		}
-		now := g.listingDigests(p, which)
+		c := t.ClassOf(p)
+		now, done := byClass[c]
+		if !done {
+			now = g.listingDigests(&listing{g: g, t: t, now: at, principal: p}, which)
+			byClass[c] = now
+		}
 		last := g.shown[p]
 		for i, bit := range listBits {
 			if which&bit == 0 || now[i] != "" && now[i] == last[i] {
@@ -615,16 +624,15 @@ func (g *Gateway) listsChanged(which int) {
 var listBits = [...]int{listTools, listPrompts, listResources}
 
 // listingDigests returns, for each listing of which, a digest of what
-// principal would be listed now (resources with templates), or "" when it
-// could not be taken; the others are empty. The listings are made dry: no
-// decision of theirs is logged.
-func (g *Gateway) listingDigests(principal string, which int) (out [len(listBits)]string) {
+// base's principal would be listed by its table at its time (resources
+// with templates), or "" when it could not be taken; the others are empty.
+// The listings are made dry: no decision of theirs is logged.
+func (g *Gateway) listingDigests(base *listing, which int) (out [len(listBits)]string) {
 	for i, bit := range listBits {
 		if which&bit == 0 {
 			continue
 		}
-		ls := g.listing(principal)
-		ls.dry = true
+		ls := &listing{g: g, t: base.t, now: base.now, principal: base.principal, dry: true}
 		var v any
 		var err error
 		switch bit {

@@ -154,7 +154,7 @@ func (u configUse) notDone() string {
 	if u == forPull {
 		return "nothing was pulled"
 	}
-	return "the gateway did not start"
+	return "the gateway cannot start"
 }
 
 // gatewayFile is a gateway configuration as written, decoded after the

@@ -189,11 +189,19 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	// conflictAt holds every place in the sources a conflict at a path
 	// names, for configurations whose values are never repeated.
 	conflictAt := map[string][]token.Pos{}
+	// conflictVals holds every value a conflict at a path names, in the
+	// order the errors give them.
+	conflictVals := map[string][]string{}
 	for _, e := range errs {
 		msg, dotted := errorMsg(e), joinPath(errorPath(e))
-		if conflictRE.MatchString(msg) && !counted[dotted+"\x00"+msg] {
+		if m := matchConflict(msg); m != nil && !counted[dotted+"\x00"+msg] {
 			counted[dotted+"\x00"+msg] = true
 			conflicts[dotted]++
+			for _, v := range m[1:3] {
+				if !slices.Contains(conflictVals[dotted], v) {
+					conflictVals[dotted] = append(conflictVals[dotted], v)
+				}
+			}
 			for _, p := range cueerrors.Positions(e) {
 				if !strings.HasPrefix(p.Filename(), "schema/") && !slices.ContainsFunc(conflictAt[dotted], func(q token.Pos) bool { return posOf(q) == posOf(p) }) {
 					conflictAt[dotted] = append(conflictAt[dotted], p)
@@ -231,23 +239,25 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		if strings.Contains(msg, "errors in empty disjunction") {
 			continue // its branches follow as errors of their own
 		}
-		if m := conflictRE.FindStringSubmatch(msg); m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
-			d.Message, d.Suggestion = c.conflict(dotted, m[1], m[2], user)
+		if m := matchConflict(msg); m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
+			d.Message, d.Suggestion = c.conflict(dotted, []string{m[1], m[2]}, user)
 			c.add(d)
 			continue
 		}
-		if m := conflictRE.FindStringSubmatch(msg); m != nil && !inSchema && !c.showsValues() {
-			// Values set in several places (or against the author's own
-			// disjunction) in a configuration that may hold secrets: one
-			// diagnostic at the path, naming the places, not the values.
+		if m := matchConflict(msg); m != nil && !inSchema {
+			// Values set in three or more places (or against the author's
+			// own disjunction): one diagnostic at the path, naming the
+			// places, and the values where they may be shown. They are
+			// not what the schema allows, which the branches of a
+			// schema disjunction below are.
 			if !conflictDone[dotted] {
 				conflictDone[dotted] = true
-				d.Message, d.Suggestion = c.conflict(dotted, m[1], m[2], conflictAt[dotted])
+				d.Message, d.Suggestion = c.conflict(dotted, conflictVals[dotted], conflictAt[dotted])
 				c.add(d)
 			}
 			continue
 		}
-		if m := conflictRE.FindStringSubmatch(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
+		if m := matchConflict(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
 			ee := byPath[dotted]
 			if ee == nil {
 				ee = &enumErr{d: d}
@@ -342,12 +352,18 @@ var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
 
 var mismatchRE = regexp.MustCompile(` \(mismatched types [^()]*\)$`)
 
+// matchConflict splits a CUE "conflicting values A and B" message into the
+// message, A and B. A suffix naming the mismatched types is left out first:
+// its own " and " is not the one between the values.
+func matchConflict(msg string) []string {
+	return conflictRE.FindStringSubmatch(mismatchRE.ReplaceAllString(msg, ""))
+}
+
 // conflict words an error about a key set to two different values in the
 // sources (in one file or in two), with where each was written. Values are
 // shown for policies and the lint configuration only: other configurations
 // may hold secrets, which are never repeated in an error.
-func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, suggestion string) {
-	b = mismatchRE.ReplaceAllString(b, "")
+func (c *compilation) conflict(dotted string, vals []string, at []token.Pos) (msg, suggestion string) {
 	slices.SortFunc(at, func(p, q token.Pos) int {
 		return CompareDiagnostics(Diagnostic{Pos: posOf(p)}, Diagnostic{Pos: posOf(q)})
 	})
@@ -357,18 +373,28 @@ func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, sugges
 	}
 	written := fmt.Sprintf(" (%s)", strings.Join(where, " and "))
 	if c.showsValues() {
-		written = fmt.Sprintf(", %s and %s%s", a, b, written)
-		if len(at) == 2 {
-			// Name each value with its place when the sources show which
-			// is which.
-			va, vb := c.writtenAt(at[0], a), c.writtenAt(at[1], b)
-			if !va || !vb {
-				va, vb = c.writtenAt(at[0], b), c.writtenAt(at[1], a)
-				a, b = b, a
+		written = fmt.Sprintf(", %s%s", andList(vals), written)
+		// Name each value with its place when the sources show which is
+		// which: every place holds one of the values, and every value is
+		// at some place.
+		var named []string
+		used := map[string]bool{}
+		for i, p := range at {
+			v := ""
+			for _, cand := range vals {
+				if c.writtenAt(p, cand) && len(cand) > len(v) {
+					v = cand
+				}
 			}
-			if va && vb {
-				written = fmt.Sprintf(", %s (%s) and %s (%s)", a, where[0], b, where[1])
+			if v == "" {
+				named = nil
+				break
 			}
+			used[v] = true
+			named = append(named, fmt.Sprintf("%s (%s)", v, where[i]))
+		}
+		if named != nil && len(used) == len(vals) {
+			written = ", " + andList(named)
 		}
 	}
 	places := "two places"
@@ -377,6 +403,14 @@ func (c *compilation) conflict(dotted, a, b string, at []token.Pos) (msg, sugges
 	}
 	return fmt.Sprintf("%s: set in %s to different values%s, which conflict: a key has one value, and CUE keeps neither", dotted, places, written),
 		"keep one of them: a key set in more than one place, in one file or in several, must have the same value in each"
+}
+
+// andList joins items as "a, b and c".
+func andList(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // writtenAt reports whether the source at p starts with the value text v.

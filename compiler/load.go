@@ -179,6 +179,8 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	type enumErr struct {
 		d      Diagnostic
 		values []map[string]bool
+		// given is the value as the sources show it, when they do.
+		given string
 	}
 	var enums []*enumErr
 	byPath := map[string]*enumErr{}
@@ -257,7 +259,9 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			}
 			continue
 		}
-		if m := matchConflict(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) {
+		types := mismatchTypesRE.FindStringSubmatch(msg)
+		if m := matchConflict(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) ||
+			m != nil && types != nil && c.showsValues() && strings.HasPrefix(c.schemaSide(m, user), `"`) {
 			ee := byPath[dotted]
 			if ee == nil {
 				ee = &enumErr{d: d}
@@ -265,7 +269,37 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 				enums = append(enums, ee)
 			}
 			ee.values = append(ee.values, map[string]bool{m[1]: true, m[2]: true})
+			if side := c.schemaSide(m, user); ee.given == "" && side != "" {
+				ee.given = m[1]
+				if side == m[1] {
+					ee.given = m[2]
+				}
+			}
 			continue
+		}
+		if m := matchConflict(msg); m != nil && inSchema && types != nil && len(user) > 0 && c.showsValues() {
+			// A value of the wrong type: say which type, and what to write.
+			// (Other configurations word these themselves, without
+			// repeating values that may be secrets.)
+			given, want, gt, wt := m[1], m[2], types[1], types[2]
+			if !c.writtenAt(user[0], given) && c.writtenAt(user[0], want) {
+				given, want, gt, wt = want, given, wt, gt
+			}
+			if a, b := kindName[gt], kindName[wt]; a != "" && b != "" {
+				d.Message = fmt.Sprintf("%s: %s is %s, where %s is expected", dotted, given, a, b)
+				switch {
+				case wt == "list" && gt == "string":
+					d.Suggestion = fmt.Sprintf("write a list, even of one entry: [%s]", given)
+				case gt == "string" && (wt == "int" || wt == "number" || wt == "float"):
+					if u, err := strconv.Unquote(given); err == nil {
+						d.Suggestion = fmt.Sprintf("write the number without quotes: %s", u)
+					}
+				case wt == "string" && (gt == "int" || gt == "float" || gt == "bool") && quotedFits(want, given):
+					d.Suggestion = fmt.Sprintf("write it in quotes: %q", given)
+				}
+				c.add(d)
+				continue
+			}
 		}
 		switch {
 		case msg == "field not allowed":
@@ -309,8 +343,11 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	for _, ee := range enums {
 		// The user's value is the one every branch conflicted with; the
 		// others are what the schema allows.
-		given := ""
+		given := ee.given
 		for v := range ee.values[0] {
+			if ee.given != "" {
+				break
+			}
 			all := true
 			for _, vs := range ee.values[1:] {
 				all = all && vs[v]
@@ -351,6 +388,56 @@ func (c *compilation) showsValues() bool {
 var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
 
 var mismatchRE = regexp.MustCompile(` \(mismatched types [^()]*\)$`)
+
+// mismatchTypesRE reads the two types of a "(mismatched types A and B)"
+// suffix.
+var mismatchTypesRE = regexp.MustCompile(` \(mismatched types (\w+) and (\w+)\)$`)
+
+// schemaSide is the value of a conflict m that the sources do not show at
+// the user's position, or "" when that cannot be told.
+func (c *compilation) schemaSide(m []string, user []token.Pos) string {
+	if len(user) == 0 {
+		return ""
+	}
+	switch a, b := c.writtenAt(user[0], m[1]), c.writtenAt(user[0], m[2]); {
+	case a && !b:
+		return m[2]
+	case b && !a:
+		return m[1]
+	}
+	return ""
+}
+
+// quotedFits reports whether the text v, quoted, meets the schema's string
+// constraint want: the type string, or a pattern it matches.
+func quotedFits(want, v string) bool {
+	if want == "string" {
+		return true
+	}
+	pat, ok := strings.CutPrefix(want, "=~")
+	if !ok {
+		return false
+	}
+	pat, err := strconv.Unquote(pat)
+	if err != nil {
+		return false
+	}
+	re, err := regexp.Compile(pat)
+	return err == nil && re.MatchString(v)
+}
+
+// kindName is how a diagnostic names a CUE kind.
+var kindName = map[string]string{
+	"int":    "an integer",
+	"float":  "a decimal number",
+	"number": "a number",
+	"string": "a string",
+	"bytes":  "bytes",
+	"bool":   "a boolean",
+	"null":   "null",
+	"list":   "a list",
+	"struct": "a struct",
+}
 
 // matchConflict splits a CUE "conflicting values A and B" message into the
 // message, A and B. A suffix naming the mismatched types is left out first:

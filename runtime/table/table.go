@@ -15,13 +15,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	// Writes the same bytes as encoding/json (the golden tables pin
 	// them), and decodes and re-encodes a large table in two thirds of
@@ -361,7 +365,7 @@ func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
 		if json.Unmarshal(b, &head) == nil && head.Format != Format {
 			return nil, nil, &FormatError{Found: head.Format, Envelope: head.Format == "" && head.PayloadType != ""}
 		}
-		return nil, nil, fmt.Errorf("decode table: %w", err)
+		return nil, nil, decodeError(b, err)
 	}
 	if t.Format != Format {
 		return nil, nil, &FormatError{Found: t.Format}
@@ -397,6 +401,87 @@ func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
 		return nil
 	}
 	return t, prove, nil
+}
+
+// decodeError words why b does not decode as a table: where the JSON
+// breaks, or which field holds the wrong kind of value, without the Go
+// type names and the copy of the input the decoder's errors carry. The
+// standard library decoder, run again on the refused bytes only, gives the
+// offset and the field.
+func decodeError(b []byte, err error) error {
+	if err.Error() == "data after the table" {
+		return err
+	}
+	dec := stdjson.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var probe Table
+	serr := dec.Decode(&probe)
+	var syn *stdjson.SyntaxError
+	var typ *stdjson.UnmarshalTypeError
+	switch {
+	case serr == nil:
+		// The strict decoder refused what the standard one reads (a
+		// duplicate key, say): keep its words, without the input.
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if i := strings.Index(msg, ": "); i >= 0 {
+			msg = msg[:i]
+		}
+		return fmt.Errorf("not a decision table: %s", msg)
+	case errors.Is(serr, io.EOF) || errors.Is(serr, io.ErrUnexpectedEOF):
+		if len(bytes.TrimSpace(b)) == 0 {
+			return errors.New("not a decision table: the file is empty")
+		}
+		return fmt.Errorf("not a decision table: the JSON ends early, at %s (a truncated file?)", lineCol(b, len(b)))
+	case errors.As(serr, &syn):
+		off := int(syn.Offset)
+		if strings.HasPrefix(syn.Error(), "invalid character") && off > 0 {
+			off-- // the offset is just after the character
+		}
+		return fmt.Errorf("not a decision table: not JSON: %s at %s", syn.Error(), lineCol(b, off))
+	case errors.As(serr, &typ):
+		where := "the file"
+		if typ.Field != "" {
+			where = fmt.Sprintf("field %q", typ.Field)
+		}
+		return fmt.Errorf("not a decision table: %s holds a JSON %s where the table has %s",
+			where, typ.Value, jsonKind(typ.Type))
+	case strings.HasPrefix(serr.Error(), "json: unknown field "):
+		return fmt.Errorf("not a decision table: %s", strings.TrimPrefix(serr.Error(), "json: "))
+	}
+	return fmt.Errorf("not a decision table: %s", strings.TrimPrefix(serr.Error(), "json: "))
+}
+
+// lineCol is the 1-based line and column (in characters) of offset off in b.
+func lineCol(b []byte, off int) string {
+	off = min(max(off, 0), len(b))
+	line := 1 + bytes.Count(b[:off], []byte("\n"))
+	start := bytes.LastIndexByte(b[:off], '\n') + 1
+	return fmt.Sprintf("line %d, column %d", line, utf8.RuneCount(b[start:off])+1)
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }
 
 // Check validates the structure of a table: effects, defaults, references

@@ -35,8 +35,11 @@ policy. docs/catalog.md describes the format.
 Examples:
   policyc catalog pull --config gateway.cue
   policyc catalog pull --config deploy/gateway --dir policy --check`,
-		Args: argsRange(0, 0),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("catalog has no subcommand %q: use pull (see 'policyc catalog --help')", args[0])
+			}
 			return usageErrorf("catalog needs a subcommand: pull (see 'policyc catalog --help')")
 		},
 	}

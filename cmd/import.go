@@ -42,8 +42,11 @@ Examples:
   policyc import hangar config.yaml > policy/imported.cue
   policyc import hangar deploy/hangar.yaml -o policy/hangar.cue
   policyc import claude-code .claude/settings.json -o policy/claude.cue`,
-		Args: argsRange(0, 0),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("import has no source %q: use hangar or claude-code (see 'policyc import --help')", args[0])
+			}
 			return usageErrorf("import needs a source: hangar or claude-code (see 'policyc import --help')")
 		},
 	}

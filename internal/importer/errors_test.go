@@ -117,6 +117,9 @@ func TestClaudeCodeRefusals(t *testing.T) {
 		}},
 		{"no MCP rules", `{"permissions": {"allow": ["Bash(ls)"]}}`, []string{"error: permissions: no MCP permission rules (mcp__...): nothing to import"}},
 		{"not JSON", "{\n  \"permissions\": {\n    \"allow\": [\"mcp__x\",]\n  }\n}", []string{"settings.json:3:24: error: not valid JSON: invalid character ']'"}},
+		{"not JSON, a bare word", `{"permissions": x}`, []string{"settings.json:1:17: error: not valid JSON: invalid character 'x' looking for beginning of value"}},
+		{"not JSON, a missing colon", "{\n  \"permissions\" {}\n}", []string{"settings.json:2:17: error: not valid JSON: invalid character '{' after object key"}},
+		{"not JSON, a bad escape", `{"permissions": {"allow": ["mcp__\q"]}}`, []string{`settings.json:1:35: error: not valid JSON: invalid character 'q' in string escape code`}},
 		{"duplicate key", `{"permissions": {}, "permissions": {}}`, []string{`settings.json:1:21: error: key "permissions" appears twice (first at settings.json:1:2)`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -88,6 +88,13 @@ func (p *jsonParser) next() (json.Token, Pos, error) {
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
+			// A token decoder's offsets are not where the bad byte is;
+			// decoding the whole file again says exactly: after Offset
+			// bytes, so the byte before is the one at fault.
+			var v any
+			if uerr := json.Unmarshal(p.data, &v); errors.As(uerr, &se) {
+				return nil, Pos{}, &jsonError{p.at(max(int(se.Offset)-1, 0)), "not valid JSON: " + se.Error()}
+			}
 			return nil, Pos{}, &jsonError{p.at(int(se.Offset)), "not valid JSON: " + err.Error()}
 		}
 		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {

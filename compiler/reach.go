@@ -182,16 +182,39 @@ type rblock struct {
 	// known is false for a narrowing block of a server mcp_servers does
 	// not define: it never applies (unknown-server says so).
 	known bool
+	// lits holds, for each literal, the first rule that spells it; globs
+	// are the other rules, in order (setRules). A name's first rule is
+	// then its literal's or an earlier glob's: a block of thousands of
+	// literals is searched through its few globs, not rule by rule.
+	lits  map[string]*rrule
+	globs []*rrule
+}
+
+// setRules sets b's rules and indexes them for first.
+func (b *rblock) setRules(rules []*rrule) {
+	b.rules = rules
+	b.lits = make(map[string]*rrule, len(rules))
+	for _, r := range rules {
+		if !r.isLit {
+			b.globs = append(b.globs, r)
+		} else if b.lits[r.lit] == nil {
+			b.lits[r.lit] = r
+		}
+	}
 }
 
 // first returns the first rule of b matching name, or nil.
 func (b *rblock) first(name string) *rrule {
-	for _, r := range b.rules {
+	lit := b.lits[name]
+	for _, r := range b.globs {
+		if lit != nil && r.pos > lit.pos {
+			break
+		}
 		if r.match(name) {
 			return r
 		}
 	}
-	return nil
+	return lit
 }
 
 func (b *rblock) eval(name string) effect {
@@ -277,7 +300,7 @@ func newAnalyzer(p *Policy) *analyzer {
 			if b.access != nil && b.access.Default != nil {
 				b.def, b.defPos = effectOf(b.access.Default.Value), b.access.Default.Pos
 			}
-			b.rules = blockRules(b.access)
+			b.setRules(blockRules(b.access))
 			a.base[name][k] = b
 			a.blocks = append(a.blocks, b)
 		}
@@ -297,7 +320,7 @@ func newAnalyzer(p *Policy) *analyzer {
 				if acc.Allow != nil {
 					b.def, b.defPos = effDeny, acc.Allow.Pos
 				}
-				b.rules = blockRules(acc)
+				b.setRules(blockRules(acc))
 				a.narrow[blockKey{sc, sname, k}] = b
 				a.blocks = append(a.blocks, b)
 			}

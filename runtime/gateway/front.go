@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -476,14 +478,58 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	// A client that deletes its session ends the calls it holds for
 	// approval first: the SDK answers the DELETE once the session's calls
 	// are answered. Only the session's principal can, as only it can
-	// delete the session.
+	// delete the session, and only with a DELETE the SDK will carry out.
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && g.deleteCloses(r, id, ti.UserID) {
 				g.held.end(id, ti.UserID)
 			}
 		}
 		h.ServeHTTP(w, r)
 	})
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
+}
+
+// deleteCloses reports whether the SDK's handler will close session id of
+// principal on DELETE request r, rather than refuse it before: the session
+// is principal's, the request's MCP-Protocol-Version header is absent or
+// the version the session's client asked for at initialize (which is the
+// session's, as the SDK supports it), and its Host passes the SDK's check
+// against DNS rebinding (a server listening on a loopback address refuses
+// a Host that is not one). The SDK accepts any version it supports; a
+// DELETE with another than the session's waits for the held calls instead,
+// as a DELETE did before holds could be ended.
+func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
+		return false
+	}
+	g.mu.Lock()
+	s := g.servers[principal]
+	g.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	for ss := range s.Sessions() {
+		if ss.ID() != id {
+			continue
+		}
+		v := r.Header.Get("Mcp-Protocol-Version")
+		ip := ss.InitializeParams()
+		return v == "" || ip != nil && v == ip.ProtocolVersion
+	}
+	return false
+}
+
+// isLoopback reports whether addr, a host with or without a port, is
+// localhost or a loopback IP address, as the SDK reads a Host header.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

@@ -325,17 +325,21 @@ func TestHTTPDeleteEndsHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cs.Close() // before srv.Close, which waits for the session's stream
 	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"n": 1}})
 	select {
 	case <-held:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call was not held")
 	}
-	del := func(token string) *http.Response {
+	del := func(token string, change ...func(*http.Request)) *http.Response {
 		req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set(sessionIDHeader, cs.ID())
 		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+		for _, f := range change {
+			f(req)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -343,14 +347,27 @@ func TestHTTPDeleteEndsHolds(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	// Bob's DELETE of alice's session is refused, and her call stays held.
-	if resp := del("bob-token"); resp.StatusCode < 400 {
-		t.Errorf("bob deleted alice's session: %s", resp.Status)
+	// Bob's DELETE of alice's session is refused, and her call stays held;
+	// so do her own DELETEs that the SDK refuses before it closes the
+	// session: with a protocol version it does not support, or a Host
+	// that is not a loopback one sent to a loopback address.
+	refused := []struct {
+		what, token string
+		change      func(*http.Request)
+	}{
+		{"bob's DELETE", "bob-token", func(*http.Request) {}},
+		{"a DELETE with an unsupported protocol version", "alice-token", func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "1999-01-01") }},
+		{"a DELETE with a foreign Host", "alice-token", func(r *http.Request) { r.Host = "rebound.example" }},
 	}
-	select {
-	case err := <-ended:
-		t.Fatalf("bob's DELETE ended alice's hold (%v)", err)
-	case <-time.After(100 * time.Millisecond):
+	for _, rc := range refused {
+		if resp := del(rc.token, rc.change); resp.StatusCode < 400 {
+			t.Errorf("%s deleted alice's session: %s", rc.what, resp.Status)
+		}
+		select {
+		case err := <-ended:
+			t.Fatalf("%s ended alice's hold (%v)", rc.what, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	start := time.Now()
 	if resp := del("alice-token"); resp.StatusCode >= 400 {

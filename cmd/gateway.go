@@ -746,6 +746,12 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			principals = append(principals, p)
 		}
 		sort.Strings(principals)
+		if len(principals) == 0 {
+			// The front would refuse to start, after the upstreams were
+			// connected: say it while reading, for --check too.
+			bad("front.http.principals", "no principal: the HTTP front admits only clients with a configured token, so no client could connect",
+				`add a principal with the SHA-256 of its bearer token, e.g. principals: alice: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum)`)
+		}
 		for _, p := range principals {
 			if len(h.Principals[p].TokenSHA256) == 0 {
 				bad("front.http.principals."+p+".token_sha256", "no token: this principal could never connect", "add the SHA-256 of its bearer token, or remove the principal")

@@ -735,7 +735,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		s.principal = fr.Stdio.Principal
 	default:
 		h := fr.HTTP
-		if _, _, err := net.SplitHostPort(h.Address); err != nil {
+		if err := checkListenAddress(h.Address); err != nil {
 			bad("front.http.address", fmt.Sprintf("%q is not host:port (%v)", h.Address, err), `for example "127.0.0.1:8080"`)
 		}
 		s.address = h.Address
@@ -799,7 +799,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			s.gate.Webhook.Secret = []byte(secret)
 		}
 		if ad := a.Admin; ad != nil {
-			if _, _, err := net.SplitHostPort(ad.Address); err != nil {
+			if err := checkListenAddress(ad.Address); err != nil {
 				bad("approvals.admin.address", fmt.Sprintf("%q is not host:port (%v)", ad.Address, err), `for example "127.0.0.1:8443"`)
 			}
 			s.adminAddress = ad.Address
@@ -845,6 +845,30 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		return nil, gatewayDiagnostics(stderr, dir, all, o.use)
 	}
 	return s, nil
+}
+
+// checkListenAddress checks that addr is host:port with a port a listener
+// can use: a number from 0 to 65535 (0 or none: any free port) or a
+// service name such as "http". The host is left to the listener, which
+// may have to resolve it.
+func checkListenAddress(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if port == "" {
+		return nil
+	}
+	if strings.Trim(port, "0123456789") == "" {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("port %s is out of range: ports are 0 to 65535", port)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is neither a number from 0 to 65535 nor a known service name", port)
+	}
+	return nil
 }
 
 // decodeSound decodes the keys of a configuration the schema refused that

@@ -658,6 +658,13 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	}
 
 	names := slices.Sorted(maps.Keys(file.Upstreams))
+	if len(names) == 0 && o.use == forGateway {
+		// The gateway would refuse to start without naming the file or
+		// the key: say it while reading, for --check too. (A catalog pull
+		// says it has nothing to pull.)
+		bad("upstreams", "no upstream: the gateway would serve nothing",
+			`add at least one server, e.g. upstreams: memory: command: ["npx", "-y", "@modelcontextprotocol/server-memory"]`)
+	}
 	for _, name := range names {
 		u := file.Upstreams[name]
 		key := "upstreams." + name

@@ -278,12 +278,16 @@ func (u *upstream) unavailable(st *upState) error {
 
 // callError describes a failed upstream call for the client. A call that
 // failed because the connection ended marks the upstream down at once, so
-// the next calls say "unavailable" while the supervisor restarts it.
+// the next calls say "unavailable" while the supervisor restarts it. Output
+// that is not JSON-RPC ends the connection too (the supervisor restarts the
+// upstream for it), and the calls in flight fail with the syntax error.
 func (u *upstream) callError(ctx context.Context, st *upState, method string, err error) error {
+	var syntax *json.SyntaxError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return fmt.Errorf("upstream %q did not answer %s within %s; the call was cancelled", u.name, method, u.g.cfg.CallTimeout)
-	case procexit.ConnectionEnded(err): // EOF, a closed session, a write to a stdio upstream that has exited
+	case procexit.ConnectionEnded(err), // EOF, a closed session, a write to a stdio upstream that has exited
+		errors.As(err, &syntax):
 		u.state.CompareAndSwap(st, &upState{cat: st.cat, down: errors.New("the connection ended")})
 		return fmt.Errorf("upstream %q closed its connection during %s (it is restarted with backoff); the call may or may not have taken effect", u.name, method)
 	}

@@ -438,6 +438,12 @@ func (g *Gate) CheckChannel(name string, ch Channel) error {
 		if err := checkWebhookURL(ch.URL); err != nil {
 			return fmt.Errorf("channel %q: %v", name, err)
 		}
+		// A delivery only tells someone: the request is decided on the
+		// approvals page or through the admin API, both on the admin
+		// listener. Without it every held call would wait out its timeout.
+		if !g.cfg.PageServed {
+			return fmt.Errorf("channel %q is a webhook (%s), but no admin listener serves the approvals page and the admin API, where its requests are decided: configure approvals.admin with an address and at least one approver token", name, ch.URL)
+		}
 	default:
 		return fmt.Errorf("channel %q: unknown kind %q; this gateway reaches humans through a webhook or the approvals page", name, ch.Kind)
 	}

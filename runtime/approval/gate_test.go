@@ -600,6 +600,12 @@ func TestCheckChannel(t *testing.T) {
 	if err := g2.CheckChannel("c", Channel{Kind: ChannelPage}); err != nil {
 		t.Fatal(err)
 	}
+	// A webhook with its secret but no admin listener tells someone of a
+	// request nobody can decide.
+	g3 := openGate(t, "", func(c *Config) { c.Webhook.Secret = []byte("0123456789abcdef0123"); c.PageServed = false })
+	if err := g3.CheckChannel("c", Channel{Kind: ChannelWebhook, URL: "https://hooks.example.com/x"}); err == nil || !strings.Contains(err.Error(), "no admin listener") {
+		t.Errorf("a webhook without an admin listener: got %v, want an error naming the admin listener", err)
+	}
 	if _, err := Open(Config{StateDir: t.TempDir(), Webhook: WebhookOptions{Secret: []byte("short")}}); err == nil {
 		t.Fatal("a short secret was accepted")
 	}

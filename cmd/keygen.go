@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -39,6 +40,11 @@ Examples:
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
 				return usageErrorf("--out NAME is required: keygen writes NAME.key and NAME.pub (see 'policyc keygen --help')")
+			}
+			// NAME is a path without the extension: a directory (keys/)
+			// would give hidden files named only by it (keys/.key).
+			if base := filepath.Base(out); os.IsPathSeparator(out[len(out)-1]) || base == "." || base == ".." {
+				return usageErrorf("--out %s names a directory; NAME is the path of the key files without their extension, e.g. --out %s", out, filepath.Join(out, "ci"))
 			}
 			keyPath, pubPath := out+".key", out+".pub"
 			for _, p := range []string{keyPath, pubPath} {

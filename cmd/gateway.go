@@ -325,6 +325,13 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	s.cfg.Log = gateway.NewJSONLog(logOut)
 
+	// SIGHUP is caught from here on, before the upstreams are connected,
+	// which can take a while: its default action would end the process.
+	// One that arrives while the gateway starts is kept, and reloads the
+	// table once it serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if gate != nil {
@@ -358,9 +365,6 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		}()
 		logger.Info("serving the approvals page and admin API", "address", adminLn.Addr().String())
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for range hup {
 			g.Reload() // a refusal is logged; the serving table stays

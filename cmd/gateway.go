@@ -812,6 +812,11 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		if ad := a.Admin; ad != nil {
 			if err := checkListenAddress(ad.Address); err != nil {
 				bad("approvals.admin.address", fmt.Sprintf("%q is not host:port (%v)", ad.Address, err), `for example "127.0.0.1:8443"`)
+			} else if sameListener(ad.Address, s.address) {
+				// The second listener would fail to start, after the
+				// upstreams were connected: say it while reading.
+				bad("approvals.admin.address", fmt.Sprintf("%q is also where front.http.address (%q) listens: the admin listener needs an address of its own", ad.Address, s.address),
+					"give it a port of its own, on an internal address")
 			}
 			s.adminAddress = ad.Address
 			s.gate.PageServed = true
@@ -880,6 +885,25 @@ func checkListenAddress(addr string) error {
 		return fmt.Errorf("port %q is neither a number from 0 to 65535 nor a known service name", port)
 	}
 	return nil
+}
+
+// sameListener says whether listeners on a and b would take the same port
+// of an address they share: the same port (not 0 or empty, which pick a
+// free one) on the same host, or on a host where either listens on every
+// address.
+func sameListener(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	na, err1 := net.LookupPort("tcp", pa)
+	nb, err2 := net.LookupPort("tcp", pb)
+	if err1 != nil || err2 != nil || na == 0 || na != nb {
+		return false
+	}
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wildcard(ha) || wildcard(hb)
 }
 
 // decodeSound decodes the keys of a configuration the schema refused that

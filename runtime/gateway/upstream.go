@@ -34,6 +34,9 @@ type upstream struct {
 	// proc is the transport of a command upstream's current connection,
 	// which knows how its process ended; used by run's goroutine only.
 	proc *procexit.Transport
+	// stream is set for an upstream that is not reached over HTTP: output
+	// that is not JSON-RPC ends its connection.
+	stream bool
 
 	state atomic.Pointer[upState]
 	// started is closed when the first connection attempt has finished,
@@ -59,7 +62,7 @@ type upState struct {
 }
 
 func newUpstream(g *Gateway, cfg Upstream) *upstream {
-	u := &upstream{g: g, name: cfg.Name, started: make(chan struct{}), kick: make(chan struct{}, 1)}
+	u := &upstream{g: g, name: cfg.Name, stream: cfg.URL == "", started: make(chan struct{}), kick: make(chan struct{}, 1)}
 	u.dial = cfg.Dial
 	if u.dial == nil {
 		u.dial = u.dialConfigured(cfg)
@@ -278,16 +281,17 @@ func (u *upstream) unavailable(st *upState) error {
 
 // callError describes a failed upstream call for the client. A call that
 // failed because the connection ended marks the upstream down at once, so
-// the next calls say "unavailable" while the supervisor restarts it. Output
-// that is not JSON-RPC ends the connection too (the supervisor restarts the
-// upstream for it), and the calls in flight fail with the syntax error.
+// the next calls say "unavailable" while the supervisor restarts it. On a
+// stream (stdio), output that is not JSON-RPC ends the connection too (the
+// supervisor restarts the upstream for it), and the calls in flight fail
+// with the syntax error; over HTTP one bad response ends nothing else.
 func (u *upstream) callError(ctx context.Context, st *upState, method string, err error) error {
 	var syntax *json.SyntaxError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		return fmt.Errorf("upstream %q did not answer %s within %s; the call was cancelled", u.name, method, u.g.cfg.CallTimeout)
 	case procexit.ConnectionEnded(err), // EOF, a closed session, a write to a stdio upstream that has exited
-		errors.As(err, &syntax):
+		u.stream && errors.As(err, &syntax):
 		u.state.CompareAndSwap(st, &upState{cat: st.cat, down: errors.New("the connection ended")})
 		return fmt.Errorf("upstream %q closed its connection during %s (it is restarted with backoff); the call may or may not have taken effect", u.name, method)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -383,5 +384,39 @@ func TestHTTPDeleteEndsHolds(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the DELETE did not end the hold")
+	}
+}
+
+// A client over HTTP that keeps no standalone stream open is not told of
+// listing changes (it chose not to be), and the gateway does not log a
+// warning for each such session and change; other SDK warnings still
+// reach the log.
+func TestHTTPNoStreamNoNotificationWarning(t *testing.T) {
+	oplog := &syncBuffer{}
+	tg := startGateway(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(oplog, nil)) })
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "no-stream", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	toolNames(t, cs)
+	tg.github.AddTool("list_more") // alice may see it: her listing changes
+	eventually(t, 5*time.Second, "alice's listing to show list_more", func() bool {
+		return slices.Contains(toolNames(t, cs), "github__list_more")
+	})
+	time.Sleep(200 * time.Millisecond) // the notification is sent after the listing changes
+	if log := oplog.String(); strings.Contains(log, "rejected by transport") {
+		t.Errorf("the gateway logged an undeliverable notification:\n%s", log)
+	}
+	tg.sdkLogger.Warn("another SDK warning")
+	if log := oplog.String(); !strings.Contains(log, "another SDK warning") {
+		t.Errorf("other SDK warnings are dropped too:\n%s", log)
 	}
 }

@@ -689,7 +689,11 @@ func (g *Gateway) forwardProgress(ctx context.Context, from *upstream, p *mcp.Pr
 	_ = t.session.NotifyProgress(nctx, &mcp.ProgressNotificationParams{ProgressToken: t.token, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
-// minLevel passes on records at or above a level.
+// minLevel passes on the SDK's records at or above a level, except the
+// warning that a notification could not be delivered for want of a stream
+// to carry it: a client that keeps no standalone stream open gets no
+// notifications, which is its choice, and every listing change would
+// otherwise log one warning per such session.
 type minLevel struct {
 	slog.Handler
 	level slog.Level
@@ -697,6 +701,13 @@ type minLevel struct {
 
 func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "calling notifications/") && strings.Contains(r.Message, "rejected by transport") {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
 }
 
 func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {

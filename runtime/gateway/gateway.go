@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		case <-ctx.Done():
 		}
 	}
-	g.logger.Info("gateway serving", "table_serial", t.Serial(), "table_digest", t.Digest(), "upstreams", len(g.ups))
+	g.logger.Info("gateway ready", "table_serial", t.Serial(), "table_digest", t.Digest(), "upstreams", len(g.ups))
 	return g, nil
 }
 

@@ -208,6 +208,7 @@ type frontFile struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"principals"`
 		IdleTimeoutMinutes int `json:"idle_timeout_minutes"`
+		MaxSessions        int `json:"max_sessions"`
 	} `json:"http"`
 }
 
@@ -752,6 +753,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 		s.address = h.Address
 		s.http.Tokens = map[string]string{}
 		s.http.IdleTimeout = time.Duration(h.IdleTimeoutMinutes) * time.Minute
+		s.http.MaxSessions = h.MaxSessions
 		principals := make([]string, 0, len(h.Principals))
 		for p := range h.Principals {
 			principals = append(principals, p)
@@ -1356,6 +1358,14 @@ func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.T
 			principals[p] = true
 		}
 		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.address, count(len(principals), "principal"))
+		idle, most := s.http.IdleTimeout, s.http.MaxSessions
+		if idle <= 0 {
+			idle = gateway.DefaultIdleTimeout
+		}
+		if most <= 0 {
+			most = gateway.DefaultMaxSessions
+		}
+		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", most, count(int(idle/time.Minute), "minute"))
 	}
 	if s.gate == nil {
 		fmt.Fprintf(w, "  approvals: no approval gate; ui:// resources stay denied\n")

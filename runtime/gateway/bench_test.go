@@ -136,7 +136,7 @@ func newBench(tb testing.TB, transport string) *benchSetup {
 			return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: gwURL, HTTPClient: &http.Client{Transport: bearer{"bench-token", client.Transport}}})
 		}
 		defer func() {
-			h, err := s.g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}})
+			h, err := s.g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}, MaxSessions: 100000}) // BenchmarkIdleSession opens b.N
 			if err != nil {
 				tb.Fatal(err)
 			}

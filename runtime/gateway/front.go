@@ -427,9 +427,19 @@ type HTTPOptions struct {
 	// answered 401 and reaches nothing.
 	Tokens map[string]string
 	// IdleTimeout closes a session after this long without a request.
-	// Default 30 minutes.
+	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxSessions is the most sessions one principal may have open at
+	// once; a request that would open another is answered 429 Too Many
+	// Requests. Default DefaultMaxSessions.
+	MaxSessions int
 }
+
+// Defaults of HTTPOptions.
+const (
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions = 256
+)
 
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
@@ -466,7 +476,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}
 	idle := opts.IdleTimeout
 	if idle <= 0 {
-		idle = 30 * time.Minute
+		idle = DefaultIdleTimeout
 	}
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
@@ -479,7 +489,27 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	// approval first: the SDK answers the DELETE once the session's calls
 	// are answered. Only the session's principal can, as only it can
 	// delete the session, and only with a DELETE the SDK will carry out.
+	most := opts.MaxSessions
+	if most <= 0 {
+		most = DefaultMaxSessions
+	}
+	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
+			// A POST without a session id opens a session: counted and
+			// opened under the principal's lock, so the cap holds however
+			// many arrive at once.
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				mu, _ := opening.LoadOrStore(ti.UserID, new(sync.Mutex))
+				mu.(*sync.Mutex).Lock()
+				defer mu.(*sync.Mutex).Unlock()
+				if n := g.sessionCount(ti.UserID); n >= most {
+					g.logger.Warn("session refused: too many open", "principal", ti.UserID, "sessions", n, "max_sessions", most)
+					http.Error(w, fmt.Sprintf("Too Many Requests: %d sessions of this principal are open, the most the gateway allows; close one (DELETE) or let one go idle", n), http.StatusTooManyRequests)
+					return
+				}
+			}
+		}
 		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
 			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && g.deleteCloses(r, id, ti.UserID) {
 				g.held.end(id, ti.UserID)
@@ -532,4 +562,18 @@ func isLoopback(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// sessionCount is the number of open sessions of principal.
+func (g *Gateway) sessionCount(principal string) int {
+	g.mu.Lock()
+	s := g.servers[principal]
+	g.mu.Unlock()
+	n := 0
+	if s != nil {
+		for range s.Sessions() {
+			n++
+		}
+	}
+	return n
 }

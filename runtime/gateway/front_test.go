@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -418,5 +419,69 @@ func TestHTTPNoStreamNoNotificationWarning(t *testing.T) {
 	tg.sdkLogger.Warn("another SDK warning")
 	if log := oplog.String(); !strings.Contains(log, "another SDK warning") {
 		t.Errorf("other SDK warnings are dropped too:\n%s", log)
+	}
+}
+
+// A principal may have at most MaxSessions sessions open over HTTP: one
+// more is refused with 429, however many are opened at once; other
+// principals are not counted against it, and a closed session frees its
+// place.
+func TestHTTPMaxSessions(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice", tokenHash("bob-token"): "bob"}, MaxSessions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	connect := func(token string) (*mcp.ClientSession, error) {
+		tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+		return mcp.NewClient(&mcp.Implementation{Name: "many", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	}
+	var mu sync.Mutex
+	var opened []*mcp.ClientSession
+	var refused []error
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			cs, err := connect("alice-token")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused = append(refused, err)
+			} else {
+				opened = append(opened, cs)
+			}
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, cs := range opened {
+			cs.Close()
+		}
+	}()
+	if len(opened) != 3 || len(refused) != 7 {
+		t.Fatalf("10 sessions opened at once under a cap of 3: %d opened, %d refused (%v)", len(opened), len(refused), refused)
+	}
+	for _, err := range refused {
+		if !strings.Contains(err.Error(), "Too Many Requests") {
+			t.Errorf("refused with %v, want 429 Too Many Requests", err)
+		}
+	}
+	bob, err := connect("bob-token")
+	if err != nil {
+		t.Fatalf("bob could not open a session while alice has her most: %v", err)
+	}
+	defer bob.Close()
+	opened[0].Close()
+	opened = opened[1:]
+	eventually(t, 5*time.Second, "alice's closed session to free its place", func() bool { return tg.sessionCount("alice") == 2 })
+	cs, err := connect("alice-token")
+	if err != nil {
+		t.Fatalf("a session after one of alice's closed: %v", err)
+	}
+	opened = append(opened, cs)
+	if msg, isErr := callText(t, cs, "github__echo"); isErr {
+		t.Errorf("a call on the new session: %q", msg)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -121,6 +122,9 @@ func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, er
 			return nil, "", failuref("load compiled table: %v", err)
 		}
 		return t, res.Table.Source.PolicyPath, nil
+	}
+	if strings.HasSuffix(arg, ".cue") {
+		return nil, "", usageErrorf("%s is a policy file: give the directory of the policy (%s), which is compiled whole, or a compiled table", arg, filepath.Dir(arg))
 	}
 	b, err := os.ReadFile(arg)
 	if err != nil {

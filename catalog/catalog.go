@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/policyc/policyc/internal/jsonkind"
 	"github.com/policyc/policyc/internal/suggest"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -281,7 +282,7 @@ func decodeError(b []byte, err error, offset int64) error {
 		if where == "" {
 			where = "the snapshot"
 		}
-		msg = fmt.Sprintf("%s: %s where the format has %s", where, article(te.Value), jsonKind(te.Type))
+		msg = fmt.Sprintf("%s: %s where the format has %s", where, article(te.Value), jsonkind.Of(te.Type))
 	default:
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			if name, err := strconv.Unquote(f); err == nil {
@@ -398,25 +399,6 @@ func jsonName(f reflect.StructField) string {
 		return ""
 	}
 	return name
-}
-
-// jsonKind names what JSON value decodes into a value of type t.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	default:
-		return "a number"
-	}
 }
 
 // article puts "a" or "an" before the decoder's name of a JSON value

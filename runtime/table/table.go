@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +30,8 @@ import (
 	// them), and decodes and re-encodes a large table in two thirds of
 	// the time: a gateway's boot does both.
 	"github.com/segmentio/encoding/json"
+
+	"github.com/policyc/policyc/internal/jsonkind"
 )
 
 // Format is the format version this build writes and reads.
@@ -444,7 +445,7 @@ func decodeError(b []byte, err error) error {
 			where = fmt.Sprintf("field %q", typ.Field)
 		}
 		return fmt.Errorf("not a decision table: %s holds a JSON %s where the table has %s",
-			where, typ.Value, jsonKind(typ.Type))
+			where, typ.Value, jsonkind.Of(typ.Type))
 	case strings.HasPrefix(serr.Error(), "json: unknown field "):
 		return fmt.Errorf("not a decision table: %s", strings.TrimPrefix(serr.Error(), "json: "))
 	}
@@ -457,31 +458,6 @@ func lineCol(b []byte, off int) string {
 	line := 1 + bytes.Count(b[:off], []byte("\n"))
 	start := bytes.LastIndexByte(b[:off], '\n') + 1
 	return fmt.Sprintf("line %d, column %d", line, utf8.RuneCount(b[start:off])+1)
-}
-
-// jsonKind names the JSON value a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "another value"
-	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	}
-	return "another value"
 }
 
 // Check validates the structure of a table: effects, defaults, references

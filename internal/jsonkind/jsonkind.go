@@ -1,0 +1,33 @@
+// Package jsonkind names, for error messages, the JSON value a Go type
+// decodes from.
+package jsonkind
+
+import "reflect"
+
+// Of names the JSON value a value of type t decodes from: "an object", "an
+// array", "a string", "true or false", "an integer" or "a number"; a nil
+// type, or one of another kind, is "another value".
+func Of(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
+}

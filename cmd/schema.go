@@ -16,17 +16,30 @@ func init() {
 
 func newSchemaCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the embedded CUE schema of the policy surface",
-		Long: `Print the CUE schema every policy is checked against. #Policy is the whole
-policy; every struct is closed, so a key not listed here is an error.
+		Use:   "schema [policy|gateway|lint]",
+		Short: "Print the embedded CUE schema of a policy, a gateway configuration or a lint configuration",
+		Long: `Print the CUE schema an input is checked against: the policy (the default;
+#Policy is the whole policy), the gateway configuration (#Gateway, read by
+policyc gateway --config) or the lint configuration (#LintConfig, policyc.cue).
+Every struct is closed, so a key not listed is an error. Keys are shown with
+CUE's markers: ? optional, ! required; write them without the marker.
 
 Examples:
   policyc schema
-  policyc schema > policy-schema.cue`,
-		Args: argsRange(0, 0),
+  policyc schema > policy-schema.cue
+  policyc schema gateway`,
+		Args:      argsRange(0, 1),
+		ValidArgs: schema.Surfaces,
 		RunE: func(c *cobra.Command, args []string) error {
-			_, err := c.OutOrStdout().Write(schema.Source)
+			surface := "policy"
+			if len(args) == 1 {
+				surface = args[0]
+			}
+			text, ok := schema.Text(surface)
+			if !ok {
+				return usageErrorf("schema has no %q: give policy, gateway or lint (see 'policyc schema --help')", surface)
+			}
+			_, err := c.OutOrStdout().Write(text)
 			return err
 		},
 	}

@@ -498,16 +498,34 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
 			// A POST without a session id opens a session: counted and
 			// opened under the principal's lock, so the cap holds however
-			// many arrive at once.
+			// many arrive at once. The lock is held only while the
+			// session is opened: the body is read before it is taken (a
+			// slow upload holds nothing), and it is let go once the SDK
+			// answers anything, by which time the session is connected
+			// or refused (the calls of a batch that opened it may take as
+			// long as a hold).
 			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+				if err != nil {
+					var mbe *http.MaxBytesError
+					if errors.As(err, &mbe) {
+						http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+						return
+					}
+					http.Error(w, "failed to read body", http.StatusBadRequest)
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
 				mu, _ := opening.LoadOrStore(ti.UserID, new(sync.Mutex))
 				mu.(*sync.Mutex).Lock()
-				defer mu.(*sync.Mutex).Unlock()
+				opened := sync.OnceFunc(mu.(*sync.Mutex).Unlock)
+				defer opened()
 				if n := g.sessionCount(ti.UserID); n >= most {
 					g.logger.Warn("session refused: too many open", "principal", ti.UserID, "sessions", n, "max_sessions", most)
 					http.Error(w, fmt.Sprintf("Too Many Requests: %d sessions of this principal are open, the most the gateway allows; close one (DELETE) or let one go idle", n), http.StatusTooManyRequests)
 					return
 				}
+				w = &openingWriter{ResponseWriter: w, opened: opened}
 			}
 		}
 		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
@@ -563,6 +581,33 @@ func isLoopback(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// openingWriter is the response to a POST that opens a session: the first
+// thing written, or a flush, calls opened.
+type openingWriter struct {
+	http.ResponseWriter
+	opened func()
+}
+
+func (o *openingWriter) WriteHeader(code int) {
+	o.opened()
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *openingWriter) Write(p []byte) (int, error) {
+	o.opened()
+	return o.ResponseWriter.Write(p)
+}
+
+func (o *openingWriter) FlushError() error {
+	o.opened()
+	return http.NewResponseController(o.ResponseWriter).Flush()
+}
+
+func (o *openingWriter) Flush() { _ = o.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (o *openingWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // sessionCount is the number of open sessions of principal.
 func (g *Gateway) sessionCount(principal string) int {

@@ -485,3 +485,59 @@ func TestHTTPMaxSessions(t *testing.T) {
 		t.Errorf("a call on the new session: %q", msg)
 	}
 }
+
+// The session cap's lock is held only while a session is opened: a POST
+// that opens a session and then holds a call (a batch of initialize and a
+// tools/call, as 2025-03-26 allows), or one whose body is still arriving,
+// does not keep the principal's other clients from opening sessions.
+func TestHTTPOpeningDoesNotWaitForOthers(t *testing.T) {
+	held := make(chan struct{}, 1)
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			held <- struct{}{}
+			<-ctx.Done()
+			return Verdict{}, ctx.Err()
+		})
+	})
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, MaxSessions: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	post := func(body io.Reader) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, body)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	go post(strings.NewReader(`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}},` +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"},` +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{}}}]`))
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batched call was not held")
+	}
+	slow, slowW := io.Pipe()
+	defer slowW.Close()
+	go post(slow)
+	if _, err := slowW.Write([]byte(`{"jsonrpc":"2.0","id":1,`)); err != nil {
+		t.Fatal(err)
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
+	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer ccancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "second", Version: "1"}, nil).Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+	if err != nil {
+		t.Fatalf("alice's second client could not open a session while her first holds a call and a third is still sending: %v", err)
+	}
+	cs.Close()
+}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -541,8 +542,8 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 // deleteCloses reports whether the SDK's handler will close session id of
 // principal on DELETE request r, rather than refuse it before: the session
 // is principal's, the request's MCP-Protocol-Version header is absent or
-// the version the session's client asked for at initialize (which is the
-// session's, as the SDK supports it), and its Host passes the SDK's check
+// the version the session's client asked for at initialize when the SDK
+// supports it, and its Host passes the SDK's check
 // against DNS rebinding (a server listening on a loopback address refuses
 // a Host that is not one). The SDK accepts any version it supports; a
 // DELETE with another than the session's waits for the held calls instead,
@@ -561,9 +562,12 @@ func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 		if ss.ID() != id {
 			continue
 		}
+		// The version a client asks for at initialize is not always one
+		// the SDK supports (it answers with one it does): a DELETE
+		// naming an unsupported one is refused.
 		v := r.Header.Get("Mcp-Protocol-Version")
 		ip := ss.InitializeParams()
-		return v == "" || ip != nil && v == ip.ProtocolVersion
+		return v == "" || ip != nil && v == ip.ProtocolVersion && slices.Contains(mcp.SupportedProtocolVersions(), v)
 	}
 	return false
 }

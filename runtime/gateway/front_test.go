@@ -541,3 +541,70 @@ func TestHTTPOpeningDoesNotWaitForOthers(t *testing.T) {
 	}
 	cs.Close()
 }
+
+// A session whose client asked at initialize for a protocol version the
+// SDK does not support (it was answered with one it does) keeps its held
+// calls when a DELETE names that version: the SDK refuses the DELETE, and
+// the session stays open.
+func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
+	held := make(chan struct{}, 1)
+	ended := make(chan error, 1)
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			held <- struct{}{}
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return Verdict{}, ctx.Err()
+		})
+	})
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	do := func(method, sid, version, body string) *http.Response {
+		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set(sessionIDHeader, sid)
+		}
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return &http.Response{}
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	sid := do(http.MethodPost, "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`).Header.Get(sessionIDHeader)
+	if sid == "" {
+		t.Fatal("no session")
+	}
+	do(http.MethodPost, sid, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	go do(http.MethodPost, sid, "", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{}}}`)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	if resp := do(http.MethodDelete, sid, "1999-01-01", ""); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a DELETE with an unsupported version: %s, want 400", resp.Status)
+	}
+	select {
+	case err := <-ended:
+		t.Errorf("a DELETE the SDK refused ended the held call (%v); the session is still open", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if n := tg.sessionCount("alice"); n != 1 {
+		t.Errorf("%d sessions, want the one still open", n)
+	}
+	do(http.MethodDelete, sid, "", "")
+}

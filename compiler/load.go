@@ -291,7 +291,9 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 				case wt == "list" && gt == "string":
 					d.Suggestion = fmt.Sprintf("write a list, even of one entry: [%s]", given)
 				case gt == "string" && (wt == "int" || wt == "number" || wt == "float"):
-					if u, err := strconv.Unquote(given); err == nil {
+					// Only for a number of the kind the key takes: "thirty"
+					// unquoted is no number, and "1.5" no integer.
+					if u, err := strconv.Unquote(given); err == nil && numberFits(wt, u) {
 						d.Suggestion = fmt.Sprintf("write the number without quotes: %s", u)
 					}
 				case wt == "string" && (gt == "int" || gt == "float" || gt == "bool") && quotedFits(want, given):
@@ -424,6 +426,17 @@ func quotedFits(want, v string) bool {
 	}
 	re, err := regexp.Compile(pat)
 	return err == nil && re.MatchString(v)
+}
+
+// numberFits reports whether text, written without quotes, is a number of
+// CUE kind kind ("int", "float" or "number").
+func numberFits(kind, text string) bool {
+	if kind == "int" {
+		_, err := strconv.ParseInt(text, 10, 64)
+		return err == nil
+	}
+	_, err := strconv.ParseFloat(text, 64)
+	return err == nil && strings.Trim(text, "+-.0123456789eE") == ""
 }
 
 // kindName is how a diagnostic names a CUE kind.

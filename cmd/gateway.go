@@ -694,7 +694,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 				bad(key, "env, pass_env and dir apply to a stdio command, not to a url", "remove them, or use bearer_token_env for the url's credentials")
 			}
 			up.URL = u.URL
-			s.kinds[name] = "http: " + u.URL
+			s.kinds[name] = "http: " + withoutUserinfo(u.URL)
 			if u.BearerTokenEnv != "" {
 				tok := os.Getenv(u.BearerTokenEnv)
 				if tok == "" {
@@ -1039,7 +1039,8 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// wholeUnits rewords a type error on a timing key (*_seconds, *_minutes):
+// wholeUnits rewords a type error on a timing key (*_seconds, *_minutes)
+// or a count (max_sessions):
 // CUE's "conflicting values 1.5 and int (mismatched types float and int)"
 // becomes what the key needs, a whole number of its unit. src is the
 // configuration as written.
@@ -1051,6 +1052,8 @@ func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
 		unit = "seconds"
 	case strings.HasSuffix(key, "_minutes"):
 		unit = "minutes"
+	case key == "max_sessions":
+		unit = "sessions"
 	default:
 		return
 	}
@@ -1111,6 +1114,8 @@ func valueWording(d *compiler.Diagnostic) {
 		case boundSHA256:
 			d.Message, d.Suggestion = tokenHashWording(d.Path, v)
 		case boundURL:
+			// A URL may carry a password: it is not repeated.
+			v = withoutUserinfo(v)
 			d.Message = fmt.Sprintf("%s: %q must start with http:// or https://", d.Path, v)
 			d.Suggestion = "the gateway speaks HTTP: give an http:// or https:// URL"
 			if !strings.Contains(v, "://") {
@@ -1177,10 +1182,13 @@ func valueWording(d *compiler.Diagnostic) {
 				d.Suggestion = `for example address: "127.0.0.1:8080"`
 			}
 		default:
-			// An env value is a string like any other: the number as
-			// written is what it means.
-			if strings.Contains(d.Path, ".env.") && givenKind != "list" && givenKind != "struct" {
-				d.Suggestion = fmt.Sprintf("write it in quotes: %s: %q", key, given)
+			// An env value is a string like any other, and may be a
+			// secret: its kind is named, never the value.
+			if strings.Contains(d.Path, ".env.") {
+				d.Message = fmt.Sprintf("%s: a string in double quotes is required, not %s", d.Path, kindWording(givenKind))
+				if givenKind != "list" && givenKind != "struct" {
+					d.Suggestion = fmt.Sprintf("write the value in double quotes, as written: %s: \"...\" (an environment value may be a secret, so it is not repeated here)", key)
+				}
 			}
 		}
 	case want == "list":
@@ -1402,4 +1410,39 @@ func sortedChannelNames(t *runtime.Table) []string {
 		return names[i] < names[j]
 	})
 	return names
+}
+
+// kindWording names a CUE kind of a value written where another was
+// required.
+func kindWording(kind string) string {
+	switch kind {
+	case "int":
+		return "an integer"
+	case "float", "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "null":
+		return "null"
+	case "list", "struct":
+		return "a " + kind
+	}
+	return "a " + kind + " value"
+}
+
+// withoutUserinfo is URL u with any user name and password before its host
+// replaced by "…", so that a message can quote it.
+func withoutUserinfo(u string) string {
+	rest, scheme := u, ""
+	if i := strings.Index(u, "://"); i >= 0 {
+		scheme, rest = u[:i+3], u[i+3:]
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		return scheme + "…" + rest[at:]
+	}
+	return u
 }

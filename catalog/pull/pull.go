@@ -96,7 +96,8 @@ type Result struct {
 }
 
 // Pull pulls every upstream concurrently and returns their results in the
-// order of ups.
+// order of ups. Each result is reported to Progress as soon as it is known;
+// Pull returns once every subprocess it started has been stopped.
 func Pull(ctx context.Context, ups []Upstream, opts Options) []Result {
 	results := make([]Result, len(ups))
 	var wg sync.WaitGroup
@@ -105,21 +106,47 @@ func Pull(ctx context.Context, ups []Upstream, opts Options) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := One(ctx, up, opts)
+			r, stopped := one(ctx, up, opts)
 			results[i] = r
 			if opts.Progress != nil {
 				mu.Lock()
 				opts.Progress(r)
 				mu.Unlock()
 			}
+			waitStopped(stopped)
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-// One pulls a single upstream.
+// One pulls a single upstream. A subprocess it started has been stopped
+// when it returns.
 func One(ctx context.Context, up Upstream, opts Options) Result {
+	r, stopped := one(ctx, up, opts)
+	waitStopped(stopped)
+	return r
+}
+
+// stopLimit bounds the wait for a subprocess to be stopped once its result
+// is known. The SDK stops one within three of its TerminateDurations (one
+// second each here: after closing its input, after SIGTERM, after SIGKILL).
+const stopLimit = 5 * time.Second
+
+func waitStopped(stopped <-chan struct{}) {
+	select {
+	case <-stopped:
+	case <-time.After(stopLimit):
+	}
+}
+
+// one pulls a single upstream and returns its result as soon as it is
+// known, at the latest shortly after the timeout. stopped is closed once
+// the server has been stopped: a subprocess that ignores the end of its
+// input gets SIGTERM, then SIGKILL, which may take a few seconds more. The
+// teardown of a streamable HTTP session (its cancellation notice and
+// DELETE) leaves nothing running, and is not waited for.
+func one(ctx context.Context, up Upstream, opts Options) (r Result, stopped <-chan struct{}) {
 	start := time.Now()
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -133,18 +160,25 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		err  error
 	}
 	done := make(chan outcome, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		snap, err := p.pull(ctx)
 		done <- outcome{snap, err}
 	}()
+	stopped = finished
+	if up.stderr == nil {
+		stopped = closedChan // not a subprocess
+	}
 	var o outcome
 	select {
 	case o = <-done:
 	case <-ctx.Done():
 		// Past the deadline the SDK may still spend seconds telling a server
 		// that does not answer that the request is cancelled and the session
-		// over. The timeout is the bound the user set: the pull ends here and
-		// that teardown finishes in the background.
+		// over. The timeout is the bound the user set: the result is known
+		// here, and that teardown goes on after it (stopped says when it is
+		// over).
 		select {
 		case o = <-done:
 		case <-time.After(teardownGrace):
@@ -152,10 +186,12 @@ func One(ctx context.Context, up Upstream, opts Options) Result {
 		}
 	}
 	if o.err != nil {
-		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout), Duration: time.Since(start)}
+		return Result{Server: up.Name, Err: p.explain(ctx, o.err, timeout), Duration: time.Since(start)}, stopped
 	}
-	return Result{Server: up.Name, Snapshot: o.snap, Duration: time.Since(start)}
+	return Result{Server: up.Name, Snapshot: o.snap, Duration: time.Since(start)}, stopped
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // teardownGrace is how long a pull that timed out waits for the SDK to
 // return before it reports the timeout anyway.

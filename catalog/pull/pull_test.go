@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,5 +284,55 @@ func TestPullManyReportsEach(t *testing.T) {
 	}
 	if results[0].Err != nil || results[1].Err == nil || results[2].Err != nil {
 		t.Errorf("errors: %v / %v / %v", results[0].Err, results[1].Err, results[2].Err)
+	}
+}
+
+// A server that ignores the end of its input is stopped (SIGTERM, then
+// SIGKILL) before One and Pull return, whether its pull timed out or was
+// cancelled: no upstream outlives the pull, and so the command. The result
+// is still reported at the timeout.
+func TestPullStopsServerBeforeReturning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		run  func(up Upstream) Result
+	}{
+		{"One, timed out", func(up Upstream) Result {
+			return One(context.Background(), up, Options{Timeout: 300 * time.Millisecond})
+		}},
+		{"Pull, timed out", func(up Upstream) Result {
+			return Pull(context.Background(), []Upstream{up}, Options{Timeout: 300 * time.Millisecond})[0]
+		}},
+		{"Pull, cancelled", func(up Upstream) Result {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(300*time.Millisecond, cancel)
+			return Pull(ctx, []Upstream{up}, Options{Timeout: 10 * time.Second})[0]
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			// sleep neither reads its input nor answers.
+			up := Command("s", "sh", []string{"-c", "echo $$ > " + pidFile + "; exec sleep 60"}, nil, "")
+			r := tc.run(up)
+			if r.Err == nil {
+				t.Fatal("the pull of a silent server succeeded")
+			}
+			if r.Duration > 2*time.Second {
+				t.Errorf("the failure was reported after %s, not at the timeout", r.Duration)
+			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err != nil {
+				t.Fatal(err)
+			}
+			if proc, err := os.FindProcess(pid); err == nil && proc.Signal(syscall.Signal(0)) == nil {
+				proc.Kill()
+				t.Errorf("the server (pid %d) was still running when the pull returned", pid)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/suggest"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -58,9 +59,14 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 	}
 	c.principals = principals(p)
 	c.patterns()
+	for _, name := range cat.Current.ServerNames() {
+		if p.Servers[name] == nil {
+			c.unknownServer(name)
+		}
+	}
 	for it := range cat.Current.Items() {
 		if p.Servers[it.Server] == nil {
-			continue // unknown servers are denied outright; no rule could cover them
+			continue // reported once for the server, by unknownServer
 		}
 		c.item(it)
 	}
@@ -197,6 +203,47 @@ func (c *catalogueCheck) item(it catalog.Item) {
 				Suggestion: fmt.Sprintf("allow %q instead, if you trust the server's hint; keep the approval if you do not", it.Name)})
 		}
 	}
+}
+
+// unknownServer reports the snapshot of a server that mcp_servers does not
+// define, once, at its "server" key: the gateway denies every item of such
+// a server, whatever the defaults say, and no rule can name one. Most often
+// the server has another name in the policy than in the gateway's upstreams.
+func (c *catalogueCheck) unknownServer(name string) {
+	file := path.Join(catalog.Dir, catalog.FileName(name))
+	d := compiler.Diagnostic{Pos: serverKeyPos(file, c.lines[name]), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
+		Message: fmt.Sprintf("server %q is catalogued (%s) but mcp_servers does not define it: the gateway denies every item of it",
+			name, c.cat.Current.Servers[name].Counts())}
+	// The servers of the policy without a snapshot are the ones this
+	// server may be under another name.
+	var bare []string
+	for _, s := range slices.Sorted(maps.Keys(c.p.Servers)) {
+		if c.cat.Current.Servers[s] == nil {
+			bare = append(bare, s)
+		}
+	}
+	switch near := suggest.Suggest(name, bare); {
+	case near != "":
+		d.Suggestion = fmt.Sprintf("did you mean mcp_servers.%s? Give the server one name in the policy and in the gateway's upstreams (the snapshot is named after the upstream)", near)
+	case len(bare) > 0:
+		d.Suggestion = fmt.Sprintf("mcp_servers defines %s with no snapshot: if one is this server, give it one name in the policy and in the gateway's upstreams; else define mcp_servers.%s, or remove %s if the server is gone",
+			strings.Join(bare, ", "), name, file)
+	default:
+		d.Suggestion = fmt.Sprintf("define mcp_servers.%s in the policy, or remove %s if the server is gone", name, file)
+	}
+	c.add(d)
+}
+
+// serverKeyPos is the position of the top-level "server" key of a snapshot
+// file, in the file's own layout; the file's first line when it is not on
+// a line of its own.
+func serverKeyPos(file string, data []byte) compiler.Position {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if bytes.HasPrefix(l, []byte(`  "server":`)) {
+			return compiler.Position{File: file, Line: i + 1, Column: 3}
+		}
+	}
+	return compiler.Position{File: file, Line: 1}
 }
 
 // schemas reports the catalogued tools whose input schema differs from the

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/jsonkind"
 	"github.com/policyc/policyc/internal/suggest"
@@ -224,6 +225,11 @@ func (s *Snapshot) normalize() {
 // by hand still reads) but no unknown field, no other format and nothing
 // Check refuses. Canonical reports whether b is exactly what Encode writes.
 func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
+	// encoding/json reads an invalid byte as U+FFFD: the snapshot would
+	// name items the server does not have.
+	if bad := invalidUTF8(b); bad >= 0 {
+		return nil, false, posError(b, int64(bad), fmt.Sprintf("not valid UTF-8 (byte %#x): a snapshot is JSON, which is UTF-8", b[bad]))
+	}
 	var head struct {
 		Format *string `json:"format"`
 	}
@@ -298,10 +304,31 @@ func decodeError(b []byte, err error, offset int64) error {
 			}
 		}
 	}
+	return posError(b, offset, strings.TrimPrefix(msg, "json: "))
+}
+
+// posError places msg at a byte offset of b.
+func posError(b []byte, offset int64, msg string) *PosError {
 	offset = min(max(offset, 0), int64(len(b)))
 	line := 1 + bytes.Count(b[:offset], []byte("\n"))
 	col := int(offset) - bytes.LastIndexByte(b[:offset], '\n')
-	return &PosError{Line: line, Col: col, Msg: strings.TrimPrefix(msg, "json: ")}
+	return &PosError{Line: line, Col: col, Msg: msg}
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not valid
+// UTF-8, or -1.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // findUnknownField walks b along the snapshot's types, as the decoder

@@ -128,6 +128,10 @@ func TestDecodeErrorPositions(t *testing.T) {
 			fmt.Sprintf(`^github.json:%d:\d+: not a catalogue snapshot: invalid character ','`, at(`"tools": [`))},
 		{"wrong type", strings.Replace(string(canon), `"destructiveHint": false`, `"destructiveHint": "yes"`, 1),
 			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a string where the format has true or false$`, at(`"destructiveHint"`))},
+		// The decoder would read the byte as U+FFFD, and the snapshot would
+		// name a tool the server does not have.
+		{"not UTF-8", strings.Replace(string(canon), `"name": "search"`, "\"name\": \"sea\xffrch\"", 1),
+			fmt.Sprintf(`^github.json:%d:19: not valid UTF-8 \(byte 0xff\): a snapshot is JSON, which is UTF-8$`, at(`"name": "search"`))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]File{{Name: "github.json", Data: []byte(tc.in)}})

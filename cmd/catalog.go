@@ -222,6 +222,9 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 				return
 			case !changed:
 				status = "unchanged"
+			case prev.err != nil:
+				written++
+				status = "replaced a snapshot that did not read"
 			case prev.snap == nil:
 				written++
 				status = "new snapshot"

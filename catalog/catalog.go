@@ -251,7 +251,13 @@ func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 	if _, err := dec.Token(); err == nil {
 		return nil, false, errors.New("catalogue snapshot: trailing data after the snapshot")
 	}
+	// A key given twice is a problem before any other: the decoder kept
+	// the last value. The canonical form has none, so only a file that is
+	// not canonical is searched.
 	if err := s.Check(); err != nil {
+		if dup := findDuplicateField(b); dup != nil {
+			return nil, false, dup
+		}
 		return nil, false, err
 	}
 	// The snapshot returned is the encoded one: sorted, schemas canonical.
@@ -260,7 +266,13 @@ func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return c, bytes.Equal(re, b), nil
+	canonical = bytes.Equal(re, b)
+	if !canonical {
+		if dup := findDuplicateField(b); dup != nil {
+			return nil, false, dup
+		}
+	}
+	return c, canonical, nil
 }
 
 // PosError is a problem at a position of a snapshot file.
@@ -390,6 +402,73 @@ func findUnknownField(b []byte) (at int, known []string) {
 	at = -1
 	walk(reflect.TypeFor[Snapshot]())
 	return at, known
+}
+
+// findDuplicateField walks b along the snapshot's types to the first
+// object with two keys for one field (encoding/json matches keys without
+// regard to case, keeps the last value and drops the first without a
+// word). Input schemas, kept raw, are skipped.
+func findDuplicateField(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var found error
+	var walk func(t reflect.Type) bool
+	walk = func(t reflect.Type) bool {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == reflect.TypeFor[json.RawMessage]() {
+			var raw json.RawMessage
+			dec.Decode(&raw)
+			return false
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('['):
+			var elem reflect.Type
+			if t != nil && t.Kind() == reflect.Slice {
+				elem = t.Elem()
+			}
+			for dec.More() {
+				if walk(elem) {
+					return true
+				}
+			}
+			dec.Token()
+		case json.Delim('{'):
+			seen := map[string]string{} // field name -> the key that set it
+			for dec.More() {
+				from := dec.InputOffset()
+				tok, err := dec.Token()
+				key, isKey := tok.(string)
+				if err != nil || !isKey {
+					return false
+				}
+				var ft reflect.Type
+				if t != nil && t.Kind() == reflect.Struct {
+					if f, ok := jsonField(t, key); ok {
+						name := jsonName(f)
+						if first, dup := seen[name]; dup {
+							at := int64(from) + int64(bytes.IndexByte(b[from:], '"'))
+							found = posError(b, at, fmt.Sprintf("%q is the second key for field %q of this object (after %q): keep one", key, name, first))
+							return true
+						}
+						seen[name] = key
+						ft = f.Type
+					}
+				}
+				if walk(ft) {
+					return true
+				}
+			}
+			dec.Token()
+		}
+		return false
+	}
+	walk(reflect.TypeFor[Snapshot]())
+	return found
 }
 
 // foundAt records the key that starts after from, and the fields of t.

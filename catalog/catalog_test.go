@@ -128,6 +128,12 @@ func TestDecodeErrorPositions(t *testing.T) {
 			fmt.Sprintf(`^github.json:%d:\d+: not a catalogue snapshot: invalid character ','`, at(`"tools": [`))},
 		{"wrong type", strings.Replace(string(canon), `"destructiveHint": false`, `"destructiveHint": "yes"`, 1),
 			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a string where the format has true or false$`, at(`"destructiveHint"`))},
+		// The decoder would keep the last and drop the first without a word,
+		// matching keys without regard to case.
+		{"duplicate key", strings.Replace(string(canon), `"tools": [`, `"Tools": [], "tools": [`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: "tools" is the second key for field "tools" of this object \(after "Tools"\): keep one$`, at(`"tools": [`))},
+		{"duplicate key in a tool", strings.Replace(string(canon), `"name": "search"`, `"name": "search", "name": "delete_repo"`, 1),
+			fmt.Sprintf(`^github.json:%d:\d+: "name" is the second key for field "name" of this object \(after "name"\): keep one$`, at(`"name": "search"`))},
 		// The decoder would read the byte as U+FFFD, and the snapshot would
 		// name a tool the server does not have.
 		{"not UTF-8", strings.Replace(string(canon), `"name": "search"`, "\"name\": \"sea\xffrch\"", 1),

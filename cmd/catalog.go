@@ -263,9 +263,9 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 		}
 		return withCode(ExitChanged, errSilent)
 	case failed > 0:
-		what := "its snapshot is left as it was"
+		what := "nothing was written for it (a snapshot already there is left as it was)"
 		if failed > 1 {
-			what = "their snapshots are left as they were"
+			what = "nothing was written for them (snapshots already there are left as they were)"
 		}
 		if o.check {
 			what = "it could not be checked"

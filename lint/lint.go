@@ -42,7 +42,8 @@ type Report struct {
 	// Suppressed counts findings silenced by the configuration (level off,
 	// ignored files) or by ignore comments.
 	Suppressed int
-	// Files is the number of policy files linted.
+	// Files is the number of files linted: the policy's, and the
+	// catalogue's snapshots when it is linted against one.
 	Files int
 }
 
@@ -95,6 +96,9 @@ func lint(files []compiler.File, cfg *Config, cat *Catalogue) *Report {
 		diags = append(diags, bad...)
 	}
 	rep := &Report{Files: len(files)}
+	if cat != nil {
+		rep.Files += len(cat.Files) // findings may point into the snapshots too
+	}
 	for _, d := range diags {
 		if !Fixed(d.Code) && d.Code != compiler.CodeInvalidIgnore {
 			if silenced(d, ignores) {

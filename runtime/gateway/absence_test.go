@@ -168,6 +168,25 @@ func TestMalformedJSONRPCFromAClient(t *testing.T) {
 	}
 }
 
+// From protocol 2025-06-18 on there are no batches: one is refused as the
+// HTTP front refuses it, nothing in it runs, and the session goes on.
+func TestBatchRefusedOverStdio(t *testing.T) {
+	tg := startGateway(t, nil)
+	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
+	c.send(`[{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"github__echo","arguments":{"b":1}}}]`)
+	want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: JSON-RPC batching is not supported in 2025-06-18 and later (this session: ` + legacyVersion + `); send each message on a line of its own"}}`
+	if got := string(c.next()); got != want {
+		t.Errorf("batch answer:\n got %s\nwant %s", got, want)
+	}
+	if n := tg.github.Calls.Load(); n != 0 {
+		t.Errorf("%d calls of the refused batch reached the upstream", n)
+	}
+	resp := c.call(32, "tools/call", `{"name":"github__echo","arguments":{"x":1}}`)
+	if !bytes.Contains(resp, []byte(`github echo {\"x\":1}`)) {
+		t.Errorf("the session did not go on after the refused batch: %s", resp)
+	}
+}
+
 // Before protocol 2025-06-18 a client may send a batch; it is answered with
 // one array holding every response.
 func TestBatchOverStdio(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -79,9 +80,14 @@ func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return
 // each line decoded once. A line that is not a message is answered here
 // and never reaches the SDK, whose own stream reader would end the session
 // on it. Batches (protocol versions before 2025-06-18) are answered with
-// one array, as JSON-RPC asks.
+// one array, as JSON-RPC asks; once a later version is negotiated, a batch
+// is refused, as the HTTP front refuses it.
 type lineConn struct {
-	out      *syncWriter
+	out *syncWriter
+	// initID is the id of the initialize request read (read side only);
+	// version is the protocol version its answer negotiated.
+	initID   jsonrpc.ID
+	version  atomic.Pointer[string]
 	incoming chan lineMsgs
 	closed   chan struct{}
 	once     sync.Once
@@ -130,6 +136,9 @@ func (c *lineConn) readLoop(in io.Reader) {
 		line, tooLong, err := readLine(r)
 		if len(line) > 0 || tooLong {
 			msgs, batch, reply := parseLine(line, tooLong)
+			if v := c.version.Load(); batch && v != nil && *v >= firstUnbatched {
+				msgs, reply = nil, errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: JSON-RPC batching is not supported in %s and later (this session: %s); send each message on a line of its own", firstUnbatched, *v))
+			}
 			if reply != nil {
 				if _, werr := c.out.Write(reply); werr != nil {
 					err = werr
@@ -183,6 +192,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		for _, m := range in.msgs {
 			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
 				c.pending[req.ID] = true
+				if req.Method == "initialize" && c.version.Load() == nil {
+					c.initID = req.ID
+				}
 			}
 		}
 		c.pendingMu.Unlock()
@@ -243,6 +255,7 @@ func (c *lineConn) drain(timeout time.Duration) {
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.noteVersion(resp)
 		defer func() {
 			c.pendingMu.Lock()
 			delete(c.pending, resp.ID)
@@ -366,6 +379,30 @@ func parseLine(line []byte, tooLong bool) (msgs []jsonrpc.Message, batch bool, r
 		return nil, false, errorLine(requestID(line), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	return []jsonrpc.Message{m}, false, nil
+}
+
+// firstUnbatched is the first protocol version without JSON-RPC batches.
+const firstUnbatched = "2025-06-18"
+
+// noteVersion keeps the protocol version an answer to initialize
+// negotiated. The SDK writes it after the request was read, so initID is
+// set by then.
+func (c *lineConn) noteVersion(resp *jsonrpc.Response) {
+	if resp.Error != nil || resp.Result == nil || c.version.Load() != nil {
+		return
+	}
+	c.pendingMu.Lock()
+	isInit := c.initID.IsValid() && resp.ID == c.initID
+	c.pendingMu.Unlock()
+	if !isInit {
+		return
+	}
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(resp.Result, &r) == nil && r.ProtocolVersion != "" {
+		c.version.Store(&r.ProtocolVersion)
+	}
 }
 
 // decodeMessage decodes a JSON-RPC message: a request or notification

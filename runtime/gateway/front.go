@@ -83,11 +83,7 @@ func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return
 // one array, as JSON-RPC asks; once a later version is negotiated, a batch
 // is refused, as the HTTP front refuses it.
 type lineConn struct {
-	out *syncWriter
-	// initID is the id of the initialize request read (read side only);
-	// version is the protocol version its answer negotiated.
-	initID   jsonrpc.ID
-	version  atomic.Pointer[string]
+	out      *syncWriter
 	incoming chan lineMsgs
 	closed   chan struct{}
 	once     sync.Once
@@ -106,6 +102,10 @@ type lineConn struct {
 	pendingMu sync.Mutex
 	pending   map[jsonrpc.ID]bool
 	answered  chan struct{}
+	// initID is the id of the initialize request read (under pendingMu);
+	// version is the protocol version its answer negotiated.
+	initID  jsonrpc.ID
+	version atomic.Pointer[string]
 }
 
 // drainTimeout bounds how long the end of the input waits for answers.

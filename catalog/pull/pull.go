@@ -319,10 +319,14 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
 	msg := err.Error()
 	stage, _ := p.stage.Load().(string)
-	notJSONRPC := strings.Contains(msg, "invalid character")
+	// A stream of bytes that is not JSON, or JSON that is not JSON-RPC
+	// (the SDK's "invalid message version tag").
+	notJSONRPC := strings.Contains(msg, "invalid character") || strings.Contains(msg, "invalid message version tag")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		msg = fmt.Sprintf("timed out after %s while %s", timeout, stage)
+	case ctx.Err() == context.Canceled:
+		msg = fmt.Sprintf("interrupted while %s", stage)
 	case stage == "initializing" && ctx.Err() == nil && procexit.ConnectionEnded(err) && p.proc.Load().Exited() != nil:
 		// The server went away before it answered, and exited by itself.
 		// The SDK words a closed pipe in several ways, depending on

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,7 +207,7 @@ func TestPullCancelled(t *testing.T) {
 	if r.Err == nil {
 		t.Fatal("a cancelled pull succeeded")
 	}
-	if msg := r.Err.Error(); !strings.Contains(msg, "initializing: ") || !strings.Contains(msg, "context canceled") || strings.Contains(msg, "exited") {
+	if msg := r.Err.Error(); !strings.HasPrefix(msg, "interrupted while initializing") || strings.Contains(msg, "exited") || strings.Contains(msg, "context canceled") {
 		t.Errorf("cancelled pull: %q", msg)
 	}
 }
@@ -334,5 +336,23 @@ func TestPullStopsServerBeforeReturning(t *testing.T) {
 				t.Errorf("the server (pid %d) was still running when the pull returned", pid)
 			}
 		})
+	}
+}
+
+// A URL that answers JSON which is not JSON-RPC (not an MCP endpoint) is
+// told so, not in the SDK's words alone.
+func TestPullHTTPNotJSONRPC(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"ok"}`)
+	}))
+	defer srv.Close()
+	r := One(context.Background(), HTTP("web", srv.URL, nil), Options{Timeout: 5 * time.Second})
+	if r.Err == nil {
+		t.Fatal("a pull from a URL that is not an MCP endpoint succeeded")
+	}
+	if msg := r.Err.Error(); !strings.Contains(msg, "the server wrote something that is not MCP's JSON-RPC") {
+		t.Errorf("pull from a JSON endpoint: %q", msg)
 	}
 }

@@ -87,7 +87,8 @@ Annotations are hints the servers give about their own tools, recorded as
 stated; they are not trusted.
 
 Exit codes: 0 all servers pulled (with --check: no drift); 4 --check found
-drift; 3 a server could not be pulled, or the snapshots could not be read or
+drift (a snapshot that reads but does not decode is drift: a pull replaces
+it); 3 a server could not be pulled, or the snapshots could not be read or
 written; 1 the gateway configuration has problems; 2 usage.
 
 Examples:
@@ -141,8 +142,10 @@ type oldSnapshot struct {
 	snap      *catalog.Snapshot
 	canonical bool
 	// err is why the file could not be read as a snapshot; nil when it
-	// does not exist.
-	err error
+	// does not exist. readErr is set when it could not be read at all (an
+	// I/O error, not a snapshot that does not decode).
+	err     error
+	readErr bool
 }
 
 func readOldSnapshot(dir, server string) oldSnapshot {
@@ -151,7 +154,7 @@ func readOldSnapshot(dir, server string) oldSnapshot {
 		return oldSnapshot{}
 	}
 	if err != nil {
-		return oldSnapshot{err: err}
+		return oldSnapshot{err: err, readErr: true}
 	}
 	s, canonical, err := catalog.Decode(b)
 	if err == nil && s.Server != server {
@@ -204,6 +207,12 @@ func runCatalogPull(c *cobra.Command, o catalogPullOptions) error {
 			return
 		}
 		status := ""
+		if o.check && prev.readErr {
+			// Not drift: the snapshot is there but cannot be read.
+			failed++
+			fmt.Fprintf(stderr, "  %-*s  FAILED  %s/%s cannot be read: %v %s\n", width, r.Server, rel, catalog.FileName(r.Server), unwrapPath(prev.err), took)
+			return
+		}
 		if o.check {
 			lines := snapshotDrift(rel, prev, r.Snapshot)
 			if len(lines) > 0 {

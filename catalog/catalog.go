@@ -343,11 +343,13 @@ func invalidUTF8(b []byte) int {
 	return -1
 }
 
-// findUnknownField walks b along the snapshot's types, as the decoder
-// does, to the first object key that names no field of its object (input
-// schemas, kept raw, are skipped). It returns the key's offset and the
-// fields that object has, or -1.
-func findUnknownField(b []byte) (at int, known []string) {
+// walkKeys walks b along the snapshot's types, as the decoder does, and
+// calls key for every key of every object, in order: obj is the struct
+// type of the object (nil when the snapshot's types do not reach it),
+// seen a map kept per object for key's own use, at the offset of the key's
+// opening quote. key returns false to stop the walk. Input schemas, kept
+// raw, are skipped. A walk stops at the first token that does not decode.
+func walkKeys(b []byte, key func(obj reflect.Type, seen map[string]string, name string, at int) bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var walk func(t reflect.Type) bool
 	walk = func(t reflect.Type) bool {
@@ -357,7 +359,7 @@ func findUnknownField(b []byte) (at int, known []string) {
 		if t == reflect.TypeFor[json.RawMessage]() {
 			var raw json.RawMessage
 			dec.Decode(&raw)
-			return false
+			return true
 		}
 		tok, err := dec.Token()
 		if err != nil {
@@ -370,116 +372,88 @@ func findUnknownField(b []byte) (at int, known []string) {
 				elem = t.Elem()
 			}
 			for dec.More() {
-				if walk(elem) {
-					return true
+				if !walk(elem) {
+					return false
 				}
 			}
 			dec.Token()
 		case json.Delim('{'):
+			if t != nil && t.Kind() != reflect.Struct {
+				t = nil
+			}
+			seen := map[string]string{}
 			for dec.More() {
 				from := dec.InputOffset()
 				tok, err := dec.Token()
-				key, isKey := tok.(string)
+				name, isKey := tok.(string)
 				if err != nil || !isKey {
 					return false
 				}
-				var ft reflect.Type
-				if t != nil && t.Kind() == reflect.Struct {
-					f, ok := jsonField(t, key)
-					if !ok {
-						return foundAt(b, from, t, &at, &known)
-					}
-					ft = f.Type
-				}
-				if walk(ft) {
-					return true
-				}
-			}
-			dec.Token()
-		}
-		return false
-	}
-	at = -1
-	walk(reflect.TypeFor[Snapshot]())
-	return at, known
-}
-
-// findDuplicateField walks b along the snapshot's types to the first
-// object with two keys for one field (encoding/json matches keys without
-// regard to case, keeps the last value and drops the first without a
-// word). Input schemas, kept raw, are skipped.
-func findDuplicateField(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var found error
-	var walk func(t reflect.Type) bool
-	walk = func(t reflect.Type) bool {
-		for t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t == reflect.TypeFor[json.RawMessage]() {
-			var raw json.RawMessage
-			dec.Decode(&raw)
-			return false
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('['):
-			var elem reflect.Type
-			if t != nil && t.Kind() == reflect.Slice {
-				elem = t.Elem()
-			}
-			for dec.More() {
-				if walk(elem) {
-					return true
-				}
-			}
-			dec.Token()
-		case json.Delim('{'):
-			seen := map[string]string{} // field name -> the key that set it
-			for dec.More() {
-				from := dec.InputOffset()
-				tok, err := dec.Token()
-				key, isKey := tok.(string)
-				if err != nil || !isKey {
+				if !key(t, seen, name, int(from)+bytes.IndexByte(b[from:], '"')) {
 					return false
 				}
 				var ft reflect.Type
-				if t != nil && t.Kind() == reflect.Struct {
-					if f, ok := jsonField(t, key); ok {
-						name := jsonName(f)
-						if first, dup := seen[name]; dup {
-							at := int64(from) + int64(bytes.IndexByte(b[from:], '"'))
-							found = posError(b, at, fmt.Sprintf("%q is the second key for field %q of this object (after %q): keep one", key, name, first))
-							return true
-						}
-						seen[name] = key
+				if t != nil {
+					if f, ok := jsonField(t, name); ok {
 						ft = f.Type
 					}
 				}
-				if walk(ft) {
-					return true
+				if !walk(ft) {
+					return false
 				}
 			}
 			dec.Token()
 		}
-		return false
+		return true
 	}
 	walk(reflect.TypeFor[Snapshot]())
-	return found
 }
 
-// foundAt records the key that starts after from, and the fields of t.
-func foundAt(b []byte, from int64, t reflect.Type, at *int, known *[]string) bool {
-	*at = int(from) + bytes.IndexByte(b[from:], '"')
-	for f := range t.Fields() {
-		if name := jsonName(f); name != "" {
-			*known = append(*known, name)
+// findUnknownField returns the offset of the first object key that names
+// no field of its object, and the fields that object has, or -1.
+func findUnknownField(b []byte) (at int, known []string) {
+	at = -1
+	walkKeys(b, func(obj reflect.Type, _ map[string]string, name string, keyAt int) bool {
+		if obj == nil {
+			return true
 		}
-	}
-	return true
+		if _, ok := jsonField(obj, name); ok {
+			return true
+		}
+		at = keyAt
+		for f := range obj.Fields() {
+			if n := jsonName(f); n != "" {
+				known = append(known, n)
+			}
+		}
+		return false
+	})
+	return at, known
+}
+
+// findDuplicateField returns the first object with two keys for one field
+// (encoding/json matches keys without regard to case, keeps the last value
+// and drops the first without a word), as an error at the second key; nil
+// when there is none.
+func findDuplicateField(b []byte) error {
+	var found error
+	walkKeys(b, func(obj reflect.Type, seen map[string]string, name string, keyAt int) bool {
+		if obj == nil {
+			return true
+		}
+		f, ok := jsonField(obj, name)
+		if !ok {
+			return true
+		}
+		field := jsonName(f)
+		if first, dup := seen[field]; dup {
+			found = posError(b, int64(keyAt), fmt.Sprintf("%q is the second key for field %q of this object (after %q): keep one", name, field, first))
+			return false
+		}
+		seen[field] = name
+		return true
+	})
+	return found
 }
 
 // jsonField is the field of struct t that decodes key, as encoding/json

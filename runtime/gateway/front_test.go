@@ -301,13 +301,12 @@ principals: "carol@example.com": mcp_servers: github: access: tool: deny_list: [
 	}
 }
 
-// An HTTP client that deletes its session while a call is held ends the
-// hold: the DELETE is answered at once, not when the hold times out. A
-// DELETE of that session by another principal ends nothing.
-func TestHTTPDeleteEndsHolds(t *testing.T) {
-	held := make(chan struct{}, 1)
-	ended := make(chan error, 1)
-	tg := startGateway(t, func(c *Config) {
+// holdingGateway serves approvalPolicy with a gate that holds every call
+// until its context ends: held receives when a call is held, ended the
+// context's error when the hold ends.
+func holdingGateway(t *testing.T) (tg *testGateway, held chan struct{}, ended chan error) {
+	held, ended = make(chan struct{}, 1), make(chan error, 1)
+	tg = startGateway(t, func(c *Config) {
 		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
 		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
 			held <- struct{}{}
@@ -316,6 +315,14 @@ func TestHTTPDeleteEndsHolds(t *testing.T) {
 			return Verdict{}, ctx.Err()
 		})
 	})
+	return tg, held, ended
+}
+
+// An HTTP client that deletes its session while a call is held ends the
+// hold: the DELETE is answered at once, not when the hold times out. A
+// DELETE of that session by another principal ends nothing.
+func TestHTTPDeleteEndsHolds(t *testing.T) {
+	tg, held, ended := holdingGateway(t)
 	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice", tokenHash("bob-token"): "bob"}})
 	if err != nil {
 		t.Fatal(err)
@@ -547,17 +554,7 @@ func TestHTTPOpeningDoesNotWaitForOthers(t *testing.T) {
 // calls when a DELETE names that version: the SDK refuses the DELETE, and
 // the session stays open.
 func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
-	held := make(chan struct{}, 1)
-	ended := make(chan error, 1)
-	tg := startGateway(t, func(c *Config) {
-		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
-		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
-			held <- struct{}{}
-			<-ctx.Done()
-			ended <- ctx.Err()
-			return Verdict{}, ctx.Err()
-		})
-	})
+	tg, held, ended := holdingGateway(t)
 	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
 	if err != nil {
 		t.Fatal(err)

@@ -578,13 +578,11 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 
 // deleteCloses reports whether the SDK's handler will close session id of
 // principal on DELETE request r, rather than refuse it before: the session
-// is principal's, the request's MCP-Protocol-Version header is absent or
-// the version the session's client asked for at initialize when the SDK
-// supports it, and its Host passes the SDK's check
-// against DNS rebinding (a server listening on a loopback address refuses
-// a Host that is not one). The SDK accepts any version it supports; a
-// DELETE with another than the session's waits for the held calls instead,
-// as a DELETE did before holds could be ended.
+// is principal's, the request's MCP-Protocol-Version header passes the
+// SDK's check (absent, a version the SDK supports, or one from
+// sdkUncheckedVersion on), and its Host passes the SDK's check against DNS
+// rebinding (a server listening on a loopback address refuses a Host that
+// is not one).
 func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
 		return false
@@ -599,15 +597,16 @@ func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 		if ss.ID() != id {
 			continue
 		}
-		// The version a client asks for at initialize is not always one
-		// the SDK supports (it answers with one it does): a DELETE
-		// naming an unsupported one is refused.
+		// The gateway's servers take the SDK's versions as they are.
 		v := r.Header.Get("Mcp-Protocol-Version")
-		ip := ss.InitializeParams()
-		return v == "" || ip != nil && v == ip.ProtocolVersion && slices.Contains(mcp.SupportedProtocolVersions(), v)
+		return v == "" || slices.Contains(mcp.SupportedProtocolVersions(), v) || v >= sdkUncheckedVersion
 	}
 	return false
 }
+
+// sdkUncheckedVersion is the protocol version from which the SDK's HTTP
+// handler (v1.8.0) lets an MCP-Protocol-Version header through unchecked.
+const sdkUncheckedVersion = "2026-07-28"
 
 // isLoopback reports whether addr, a host with or without a port, is
 // localhost or a loopback IP address, as the SDK reads a Host header.

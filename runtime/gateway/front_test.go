@@ -552,7 +552,8 @@ func TestHTTPOpeningDoesNotWaitForOthers(t *testing.T) {
 // A session whose client asked at initialize for a protocol version the
 // SDK does not support (it was answered with one it does) keeps its held
 // calls when a DELETE names that version: the SDK refuses the DELETE, and
-// the session stays open.
+// the session stays open. A DELETE naming any version the SDK supports
+// ends them.
 func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
 	tg, held, ended := holdingGateway(t)
 	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
@@ -603,5 +604,18 @@ func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
 	if n := tg.sessionCount("alice"); n != 1 {
 		t.Errorf("%d sessions, want the one still open", n)
 	}
-	do(http.MethodDelete, sid, "", "")
+	// A DELETE naming a version the SDK supports, though not the
+	// session's, is carried out: it ends the held call at once.
+	start := time.Now()
+	if resp := do(http.MethodDelete, sid, "2025-06-18", ""); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a DELETE with another supported version: %s, want 204", resp.Status)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a DELETE the SDK carried out did not end the held call")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the DELETE waited %s for the held call", d)
+	}
 }

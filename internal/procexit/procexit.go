@@ -33,8 +33,12 @@ type Transport struct {
 }
 
 // New returns a Transport for cmd; terminate is how long the SDK waits for
-// the process to exit, at each step of stopping it.
+// the process to exit, at each step of stopping it. On Unix the process
+// runs in a process group of its own, and closing the connection stops
+// what is left of the group once the process has ended: what it started
+// does not outlive it.
 func New(cmd *exec.Cmd, terminate time.Duration) *Transport {
+	ownGroup(cmd)
 	return &Transport{CommandTransport: mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}}
 }
 
@@ -50,11 +54,13 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 // conn is the SDK's connection, whose Close reports to its Transport.
 type conn struct {
 	mcp.Connection
-	t *Transport
+	t       *Transport
+	stopped sync.Once // the group is stopped once: its id may be reused after
 }
 
 func (c *conn) Close() error {
 	err := c.Connection.Close()
+	c.stopped.Do(func() { stopGroup(c.t.Command, c.t.TerminateDuration) })
 	// The SDK's Close returns what waiting for the process returned: nil
 	// for an exit with status 0, an *exec.ExitError for any other end, or
 	// its own error when it gave up waiting.

@@ -1,0 +1,12 @@
+//go:build !unix
+
+package procexit
+
+import (
+	"os/exec"
+	"time"
+)
+
+func ownGroup(*exec.Cmd) {}
+
+func stopGroup(*exec.Cmd, time.Duration) {}

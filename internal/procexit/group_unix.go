@@ -1,0 +1,40 @@
+//go:build unix
+
+package procexit
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ownGroup starts cmd in a process group of its own, so that what it
+// starts in turn can be stopped with it, and a terminal's signals reach
+// the command that runs it, which stops it in order, rather than it.
+func ownGroup(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+}
+
+// stopGroup stops what is left of the process group of cmd, whose leader
+// has been waited for: SIGTERM, then, if any of it is still there after
+// terminate, SIGKILL.
+func stopGroup(cmd *exec.Cmd, terminate time.Duration) {
+	if cmd.Process == nil || cmd.SysProcAttr == nil || !cmd.SysProcAttr.Setpgid {
+		return
+	}
+	pgid := cmd.Process.Pid
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		return // no process is left in it
+	}
+	deadline := time.Now().Add(terminate)
+	for time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+}

@@ -555,3 +555,81 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// ItemKeys returns where each item of a snapshot file is named, in any
+// layout: for "tool\x00NAME", "prompt\x00NAME" and "resource\x00URI", the
+// offset in b of the opening quote of the item's "name" (tools, prompts)
+// or "uri" (resources) key; the first item of a name wins. Keys match as
+// the decoder matches them, regardless of case. A file that does not
+// decode yields what was read before the fault.
+func ItemKeys(b []byte) map[string]int {
+	out := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	key := func() (string, int, bool) {
+		from := dec.InputOffset()
+		tok, err := dec.Token()
+		name, ok := tok.(string)
+		if err != nil || !ok {
+			return "", 0, false
+		}
+		return name, int(from) + bytes.IndexByte(b[from:], '"'), true
+	}
+	skip := func() bool {
+		var raw json.RawMessage
+		return dec.Decode(&raw) == nil
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return out
+	}
+	for dec.More() {
+		section, _, ok := key()
+		if !ok {
+			return out
+		}
+		kind, nameKey := "", "name"
+		switch {
+		case strings.EqualFold(section, "tools"):
+			kind = table.KindTool
+		case strings.EqualFold(section, "prompts"):
+			kind = table.KindPrompt
+		case strings.EqualFold(section, "resources"):
+			kind, nameKey = table.KindResource, "uri"
+		}
+		if kind == "" {
+			if !skip() {
+				return out
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return out
+		}
+		for dec.More() {
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+				return out
+			}
+			for dec.More() {
+				k, at, ok := key()
+				if !ok {
+					return out
+				}
+				if !strings.EqualFold(k, nameKey) {
+					if !skip() {
+						return out
+					}
+					continue
+				}
+				var name string
+				if dec.Decode(&name) != nil {
+					return out
+				}
+				if _, dup := out[kind+"\x00"+name]; !dup {
+					out[kind+"\x00"+name] = at
+				}
+			}
+			dec.Token() // }
+		}
+		dec.Token() // ]
+	}
+	return out
+}

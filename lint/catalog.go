@@ -2,13 +2,13 @@ package lint
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
@@ -401,9 +401,9 @@ func (c *catalogueCheck) originPos(origin, pattern string) compiler.Position {
 	return compiler.Position{File: origin[:i], Line: line}
 }
 
-// itemPos is the line of an item in its snapshot file: the line of its
-// "name" (or "uri") key, in the file's own layout; the file's first line
-// when it cannot be found (a snapshot not laid out one key a line).
+// itemPos is the position of an item in its snapshot file: its "name" (or
+// "uri") key, in whatever layout the file has; the file's first line when
+// it cannot be found.
 func (c *catalogueCheck) itemPos(it catalog.Item) compiler.Position {
 	file := path.Join(catalog.Dir, it.Server+".json")
 	idx, ok := c.index[it.Server]
@@ -417,49 +417,13 @@ func (c *catalogueCheck) itemPos(it catalog.Item) compiler.Position {
 	return compiler.Position{File: file, Line: 1}
 }
 
-// indexSnapshot maps "kind\x00name" to the line of the item's name (tools,
-// prompts) or uri (resources) key in a snapshot file, read once.
+// indexSnapshot maps "kind\x00name" to the position of the item's name
+// (tools, prompts) or uri (resources) key in a snapshot file, read once.
 func indexSnapshot(file string, data []byte) map[string]compiler.Position {
 	idx := map[string]compiler.Position{}
-	sections := map[string]string{`"tools":`: table.KindTool, `"prompts":`: table.KindPrompt, `"resources":`: table.KindResource}
-	kind := ""
-	line := 0
-	for len(data) > 0 {
-		line++
-		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
-		}
-		t := bytes.TrimSpace(l)
-		// A top-level key starts a section: two spaces of indent.
-		if bytes.HasPrefix(l, []byte(`  "`)) {
-			kind = ""
-			for prefix, k := range sections {
-				if bytes.HasPrefix(t, []byte(prefix)) {
-					kind = k
-				}
-			}
-			continue
-		}
-		key := []byte(`"name": `)
-		if kind == table.KindResource {
-			key = []byte(`"uri": `)
-		}
-		// An item's own keys are at six spaces; deeper ones (a prompt's
-		// arguments) are not its name.
-		if kind == "" || !bytes.HasPrefix(l, []byte("      \"")) || !bytes.HasPrefix(t, key) {
-			continue
-		}
-		var name string
-		if json.Unmarshal(bytes.TrimSuffix(t[len(key):], []byte(",")), &name) != nil {
-			continue
-		}
-		k := kind + "\x00" + name
-		if _, dup := idx[k]; !dup {
-			idx[k] = compiler.Position{File: file, Line: line, Column: bytes.Index(l, key) + 1}
-		}
+	for k, off := range catalog.ItemKeys(data) {
+		start := bytes.LastIndexByte(data[:off], '\n') + 1
+		idx[k] = compiler.Position{File: file, Line: 1 + bytes.Count(data[:off], []byte("\n")), Column: utf8.RuneCount(data[start:off]) + 1}
 	}
 	return idx
 }

@@ -177,8 +177,8 @@ func BenchmarkLintCatalogue(b *testing.B) {
 }
 
 // TestItemPositions: an item's finding is at its own name, not at a prompt
-// argument of the same name, and a snapshot laid out another way points
-// at its first line.
+// argument of the same name, in the canonical layout and in a snapshot
+// written on one line.
 func TestItemPositions(t *testing.T) {
 	cat := snapshot(t, &catalog.Snapshot{Server: "github",
 		Prompts:   []catalog.Prompt{{Name: "a", Arguments: []catalog.PromptArgument{{Name: "triage"}}}, {Name: "triage"}},
@@ -195,8 +195,16 @@ func TestItemPositions(t *testing.T) {
 			t.Errorf("%q at line %d: %q", k, pos.Line, l)
 		}
 	}
-	compact := []byte(`{"format": "policyc.catalog/v1", "server": "github", "prompts": [{"name": "triage"}]}`)
-	if len(indexSnapshot("catalog/github.json", compact)) != 0 {
-		t.Error("a compact snapshot indexed")
+	// A snapshot written on one line, by hand, is indexed all the same.
+	compact := []byte(`{"format": "policyc.catalog/v1", "server": "github", "prompts": [{"arguments": [{"name": "triage"}], "name": "a"}, {"name": "triage"}]}`)
+	idx = indexSnapshot("catalog/github.json", compact)
+	want := map[string]int{"prompt\x00a": strings.Index(string(compact), `"name": "a"`) + 1, "prompt\x00triage": strings.LastIndex(string(compact), `"name": "triage"`) + 1}
+	for k, col := range want {
+		if pos := idx[k]; pos.Line != 1 || pos.Column != col {
+			t.Errorf("compact snapshot: %q at %d:%d, want 1:%d", k, pos.Line, pos.Column, col)
+		}
+	}
+	if len(idx) != len(want) {
+		t.Errorf("compact snapshot: %d items indexed, want %d: %v", len(idx), len(want), idx)
 	}
 }

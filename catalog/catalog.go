@@ -297,6 +297,9 @@ func decodeError(b []byte, err error, offset int64) error {
 	case errors.As(err, &te):
 		offset = te.Offset
 		where := te.Field
+		if p := indexedPath(b, te.Offset); p != "" {
+			where = p // with the indexes: tools[3].name
+		}
 		if where == "" {
 			where = "the snapshot"
 		}
@@ -317,6 +320,76 @@ func decodeError(b []byte, err error, offset int64) error {
 		}
 	}
 	return posError(b, offset, strings.TrimPrefix(msg, "json: "))
+}
+
+// indexedPath is the path, with array indexes ("tools[3].name"), of the
+// value of b that ends (a scalar) or opens (an object or an array) at
+// offset, where the decoder reports a type error; "" when no value does.
+func indexedPath(b []byte, offset int64) string {
+	type frame struct {
+		array     bool
+		index     int
+		key       string
+		expectKey bool
+	}
+	var stack []frame
+	done := func() { // a value of the innermost container is complete
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				stack[n-1].expectKey = true
+			}
+		}
+	}
+	path := func() string {
+		var p strings.Builder
+		for i, f := range stack {
+			switch {
+			case f.array:
+				fmt.Fprintf(&p, "[%d]", f.index)
+			case i > 0:
+				p.WriteString("." + f.key)
+			default:
+				p.WriteString(f.key)
+			}
+		}
+		return p.String()
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		top := len(stack) - 1
+		if top >= 0 && !stack[top].array && stack[top].expectKey {
+			key, isKey := tok.(string)
+			if !isKey { // the object's end
+				stack = stack[:top]
+				done()
+				continue
+			}
+			stack[top].key, stack[top].expectKey = key, false
+			continue
+		}
+		if tok == json.Delim(']') {
+			stack = stack[:top]
+			done()
+			continue
+		}
+		if dec.InputOffset() == offset {
+			return path()
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{array: true})
+		default:
+			done()
+		}
+	}
 }
 
 // posError places msg at a byte offset of b.

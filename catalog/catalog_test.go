@@ -127,7 +127,12 @@ func TestDecodeErrorPositions(t *testing.T) {
 		{"syntax error", strings.Replace(string(canon), `"tools": [`, `"tools": [,`, 1),
 			fmt.Sprintf(`^github.json:%d:\d+: not a catalogue snapshot: invalid character ','`, at(`"tools": [`))},
 		{"wrong type", strings.Replace(string(canon), `"destructiveHint": false`, `"destructiveHint": "yes"`, 1),
-			fmt.Sprintf(`^github.json:%d:\d+: tools.annotations.destructiveHint: a string where the format has true or false$`, at(`"destructiveHint"`))},
+			fmt.Sprintf(`^github.json:%d:\d+: tools\[0\].annotations.destructiveHint: a string where the format has true or false$`, at(`"destructiveHint"`))},
+		// A type error names the item by its index.
+		{"wrong type in the second tool", `{"format": "policyc.catalog/v1", "server": "github", "tools": [{"name": "a"}, {"name": 5}]}`,
+			`^github.json:1:\d+: tools\[1\].name: a number where the format has a string$`},
+		{"wrong type in a prompt argument", `{"format": "policyc.catalog/v1", "server": "github", "prompts": [{"name": "p", "arguments": [{"name": "x"}, {"name": "y", "required": "no"}]}]}`,
+			`^github.json:1:\d+: prompts\[0\].arguments\[1\].required: a string where the format has true or false$`},
 		// The decoder would keep the last and drop the first without a word,
 		// matching keys without regard to case.
 		{"duplicate key", strings.Replace(string(canon), `"tools": [`, `"Tools": [], "tools": [`, 1),

@@ -633,76 +633,34 @@ func plural(n int, noun string) string {
 // layout: for "tool\x00NAME", "prompt\x00NAME" and "resource\x00URI", the
 // offset in b of the opening quote of the item's "name" (tools, prompts)
 // or "uri" (resources) key; the first item of a name wins. Keys match as
-// the decoder matches them, regardless of case. A file that does not
-// decode yields what was read before the fault.
+// the decoder matches them. A file that does not decode yields what was
+// read before the fault.
 func ItemKeys(b []byte) map[string]int {
+	items := map[reflect.Type][2]string{
+		reflect.TypeFor[Tool]():     {table.KindTool, "name"},
+		reflect.TypeFor[Prompt]():   {table.KindPrompt, "name"},
+		reflect.TypeFor[Resource](): {table.KindResource, "uri"},
+	}
 	out := map[string]int{}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	key := func() (string, int, bool) {
-		from := dec.InputOffset()
-		tok, err := dec.Token()
-		name, ok := tok.(string)
-		if err != nil || !ok {
-			return "", 0, false
+	walkKeys(b, func(obj reflect.Type, _ map[string]string, key string, at int) bool {
+		item, ok := items[obj]
+		if !ok || !strings.EqualFold(key, item[1]) {
+			return true
 		}
-		return name, int(from) + bytes.IndexByte(b[from:], '"'), true
-	}
-	skip := func() bool {
-		var raw json.RawMessage
-		return dec.Decode(&raw) == nil
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return out
-	}
-	for dec.More() {
-		section, _, ok := key()
-		if !ok {
-			return out
+		// The value follows the key's string and a colon.
+		dec := json.NewDecoder(bytes.NewReader(b[at:]))
+		var k string
+		if dec.Decode(&k) != nil {
+			return true
 		}
-		kind, nameKey := "", "name"
-		switch {
-		case strings.EqualFold(section, "tools"):
-			kind = table.KindTool
-		case strings.EqualFold(section, "prompts"):
-			kind = table.KindPrompt
-		case strings.EqualFold(section, "resources"):
-			kind, nameKey = table.KindResource, "uri"
-		}
-		if kind == "" {
-			if !skip() {
-				return out
+		rest := bytes.TrimLeft(b[at+int(dec.InputOffset()):], " \t\r\n")
+		var name string
+		if len(rest) > 0 && rest[0] == ':' && json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&name) == nil {
+			if _, dup := out[item[0]+"\x00"+name]; !dup {
+				out[item[0]+"\x00"+name] = at
 			}
-			continue
 		}
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-			return out
-		}
-		for dec.More() {
-			if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-				return out
-			}
-			for dec.More() {
-				k, at, ok := key()
-				if !ok {
-					return out
-				}
-				if !strings.EqualFold(k, nameKey) {
-					if !skip() {
-						return out
-					}
-					continue
-				}
-				var name string
-				if dec.Decode(&name) != nil {
-					return out
-				}
-				if _, dup := out[kind+"\x00"+name]; !dup {
-					out[kind+"\x00"+name] = at
-				}
-			}
-			dec.Token() // }
-		}
-		dec.Token() // ]
-	}
+		return true
+	})
 	return out
 }

@@ -1185,7 +1185,7 @@ func valueWording(d *compiler.Diagnostic) {
 			// An env value is a string like any other, and may be a
 			// secret: its kind is named, never the value.
 			if strings.Contains(d.Path, ".env.") {
-				d.Message = fmt.Sprintf("%s: a string in double quotes is required, not %s", d.Path, kindWording(givenKind))
+				d.Message = fmt.Sprintf("%s: a string in double quotes is required, not %s", d.Path, compiler.KindName(givenKind))
 				if givenKind != "list" && givenKind != "struct" {
 					d.Suggestion = fmt.Sprintf("write the value in double quotes, as written: %s: \"...\" (an environment value may be a secret, so it is not repeated here)", key)
 				}
@@ -1366,14 +1366,8 @@ func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.T
 			principals[p] = true
 		}
 		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.address, count(len(principals), "principal"))
-		idle, most := s.http.IdleTimeout, s.http.MaxSessions
-		if idle <= 0 {
-			idle = gateway.DefaultIdleTimeout
-		}
-		if most <= 0 {
-			most = gateway.DefaultMaxSessions
-		}
-		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", most, count(int(idle/time.Minute), "minute"))
+		h := s.http.WithDefaults()
+		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", h.MaxSessions, count(int(h.IdleTimeout/time.Minute), "minute"))
 	}
 	if s.gate == nil {
 		fmt.Fprintf(w, "  approvals: no approval gate; ui:// resources stay denied\n")
@@ -1410,24 +1404,6 @@ func sortedChannelNames(t *runtime.Table) []string {
 		return names[i] < names[j]
 	})
 	return names
-}
-
-// kindWording names a CUE kind of a value written where another was
-// required.
-func kindWording(kind string) string {
-	switch kind {
-	case "int":
-		return "an integer"
-	case "float", "number":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "null":
-		return "null"
-	case "list", "struct":
-		return "a " + kind
-	}
-	return "a " + kind + " value"
 }
 
 // withoutUserinfo is URL u with any user name and password before its host

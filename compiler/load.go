@@ -439,6 +439,15 @@ func numberFits(kind, text string) bool {
 	return err == nil && strings.Trim(text, "+-.0123456789eE") == ""
 }
 
+// KindName is how a diagnostic names a CUE kind ("int" is "an integer"):
+// the kind itself for one it does not know.
+func KindName(kind string) string {
+	if n, ok := kindName[kind]; ok {
+		return n
+	}
+	return kind
+}
+
 // kindName is how a diagnostic names a CUE kind.
 var kindName = map[string]string{
 	"int":    "an integer",

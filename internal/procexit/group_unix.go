@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// ownGroup starts cmd in a process group of its own, so that what it
-// starts in turn can be stopped with it, and a terminal's signals reach
-// the command that runs it, which stops it in order, rather than it.
+// ownGroup starts cmd in a process group of its own: what it starts in
+// turn can then be stopped with it, and a terminal's Ctrl-C reaches only
+// the command that runs it, which stops it in order.
 func ownGroup(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -479,6 +479,18 @@ const (
 	DefaultMaxSessions = 256
 )
 
+// WithDefaults returns o with its unset durations and bounds set to their
+// defaults.
+func (o HTTPOptions) WithDefaults() HTTPOptions {
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	return o
+}
+
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
 
@@ -512,25 +524,15 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		return &auth.TokenInfo{UserID: p}, nil
 	}
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
+	opts = opts.WithDefaults()
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil || ti.UserID == "" {
 			return nil // unreachable behind RequireBearerToken
 		}
 		return g.sessionServer(ti.UserID)
-	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: idle})
-	// A client that deletes its session ends the calls it holds for
-	// approval first: the SDK answers the DELETE once the session's calls
-	// are answered. Only the session's principal can, as only it can
-	// delete the session, and only with a DELETE the SDK will carry out.
+	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: opts.IdleTimeout})
 	most := opts.MaxSessions
-	if most <= 0 {
-		most = DefaultMaxSessions
-	}
 	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
@@ -566,6 +568,11 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 				w = &openingWriter{ResponseWriter: w, opened: opened}
 			}
 		}
+		// A client that deletes its session ends the calls it holds for
+		// approval first: the SDK answers the DELETE once the session's
+		// calls are answered. Only the session's principal can, as only
+		// it can delete the session, and only with a DELETE the SDK will
+		// carry out.
 		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
 			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && g.deleteCloses(r, id, ti.UserID) {
 				g.held.end(id, ti.UserID)
@@ -587,9 +594,7 @@ func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
 		return false
 	}
-	g.mu.Lock()
-	s := g.servers[principal]
-	g.mu.Unlock()
+	s := g.serverOf(principal)
 	if s == nil {
 		return false
 	}
@@ -651,14 +656,18 @@ func (o *openingWriter) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // sessionCount is the number of open sessions of principal.
 func (g *Gateway) sessionCount(principal string) int {
-	g.mu.Lock()
-	s := g.servers[principal]
-	g.mu.Unlock()
 	n := 0
-	if s != nil {
+	if s := g.serverOf(principal); s != nil {
 		for range s.Sessions() {
 			n++
 		}
 	}
 	return n
+}
+
+// serverOf is the MCP server of principal's sessions, nil before its first.
+func (g *Gateway) serverOf(principal string) *mcp.Server {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.servers[principal]
 }

@@ -507,7 +507,7 @@ func (g *Gateway) Connect(ctx context.Context, principal string, t mcp.Transport
 func (g *Gateway) sessionServer(principal string) *mcp.Server {
 	s, fresh := g.serverFor(principal)
 	if fresh {
-		digests := g.listingDigests(g.listing(principal), listAll)
+		digests := g.listingDigests(g.table.Load(), g.now(), principal, listAll)
 		g.shownMu.Lock()
 		g.shown[principal] = digests
 		g.shownMu.Unlock()
@@ -597,7 +597,7 @@ func (g *Gateway) listsChanged(which int) {
 		c := t.ClassOf(p)
 		now, done := byClass[c]
 		if !done {
-			now = g.listingDigests(&listing{g: g, t: t, now: at, principal: p}, which)
+			now = g.listingDigests(t, at, p, which)
 			byClass[c] = now
 		}
 		last := g.shown[p]
@@ -624,15 +624,15 @@ func (g *Gateway) listsChanged(which int) {
 var listBits = [...]int{listTools, listPrompts, listResources}
 
 // listingDigests returns, for each listing of which, a digest of what
-// base's principal would be listed by its table at its time (resources
-// with templates), or "" when it could not be taken; the others are empty.
-// The listings are made dry: no decision of theirs is logged.
-func (g *Gateway) listingDigests(base *listing, which int) (out [len(listBits)]string) {
+// principal would be listed by table t at now (resources with templates),
+// or "" when it could not be taken; the others are empty. The listings are
+// made dry: no decision of theirs is logged.
+func (g *Gateway) listingDigests(t *runtime.Table, now time.Time, principal string, which int) (out [len(listBits)]string) {
 	for i, bit := range listBits {
 		if which&bit == 0 {
 			continue
 		}
-		ls := &listing{g: g, t: base.t, now: base.now, principal: base.principal, dry: true}
+		ls := &listing{g: g, t: t, now: now, principal: principal, dry: true}
 		var v any
 		var err error
 		switch bit {

@@ -156,6 +156,12 @@ func (u *upstream) run(ctx context.Context) {
 			u.state.Store(&upState{session: cs, cat: cat})
 			u.g.logger.Info("upstream connected", "upstream", u.name, "tools", len(cat.tools), "prompts", len(cat.prompts), "resources", len(cat.resources), "templates", len(cat.templates))
 		}
+		// Logged before started is closed: the gateway waits for started
+		// before it serves, so the warning comes before anything a client
+		// sees, however soon the gateway is then stopped.
+		if err != nil && ctx.Err() == nil {
+			u.g.logger.Warn("upstream unavailable", "upstream", u.name, "error", err.Error(), "retry_in", backoff.String())
+		}
 		if first {
 			close(u.started)
 			first = false
@@ -164,7 +170,6 @@ func (u *upstream) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			u.g.logger.Warn("upstream unavailable", "upstream", u.name, "error", err.Error(), "retry_in", backoff.String())
 		} else {
 			u.g.listsChanged(listAll)
 			up := time.Now()

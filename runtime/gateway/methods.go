@@ -371,7 +371,7 @@ type authorizedCall struct {
 // decide, record, check the tool exists. A denied tool and a tool that does
 // not exist take the same return, absent.
 func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) {
-	server, tool, _ := Split(name)
+	server, tool := splitAsked(name)
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, runtime.Tool, tool, OpCall)
 	if err != nil {
@@ -675,7 +675,7 @@ func (g *Gateway) prompts(ls *listing) ([]*mcp.Prompt, error) {
 
 func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPromptRequest) (mcp.Result, error) {
 	name := r.Params.Name
-	server, prompt, _ := Split(name)
+	server, prompt := splitAsked(name)
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, runtime.Prompt, prompt, OpGet)
 	if err != nil {

@@ -32,6 +32,17 @@ func Split(name string) (upstream, item string, ok bool) {
 	return name[:i], name[i+len(Separator):], true
 }
 
+// splitAsked is Split for a name a client asked for: a name that routes
+// nowhere is kept whole as the item's name, with no upstream, so the
+// decision log records what was asked. No upstream is named "", so such a
+// name is denied, and answered as absent.
+func splitAsked(name string) (upstream, item string) {
+	if s, i, ok := Split(name); ok {
+		return s, i
+	}
+	return "", name
+}
+
 // CheckUpstreamName reports why name cannot name an upstream, or nil. The
 // rules are those of a policy server name (it must match the table's
 // mcp_servers key) plus the two that make Split exact.

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"bytes"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,4 +66,31 @@ func FuzzNamesRoundTrip(f *testing.F) {
 			t.Fatalf("Split(Join(%q, %q)) = %q, %q, %v", upstream, item, s, i, ok)
 		}
 	})
+}
+
+// A name that routes nowhere is denied, answered as absent, and logged
+// whole, so the decision log shows what the client asked for.
+func TestNameThatRoutesNowhereIsLoggedAsAsked(t *testing.T) {
+	tg := startGateway(t, nil)
+	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
+	asked := []struct{ method, name string }{
+		{"tools/call", "echo"}, {"tools/call", "github__"}, {"tools/call", "__echo"},
+		{"prompts/get", "summarize"}, {"prompts/get", "linear__"},
+	}
+	for _, a := range asked {
+		resp := c.call(3, a.method, fmt.Sprintf(`{"name":%q,"arguments":{}}`, a.name))
+		if !bytes.Contains(resp, []byte(`"error"`)) {
+			t.Errorf("%s %q: want an error, got %s", a.method, a.name, resp)
+		}
+	}
+	var got []string
+	for _, r := range tg.log.all() {
+		if r.Server == "" {
+			got = append(got, fmt.Sprintf("%s %s %s %s", r.Kind, r.Name, r.Op, r.Decision.Effect))
+		}
+	}
+	want := []string{"tool echo call deny", "tool github__ call deny", "tool __echo call deny", "prompt summarize get deny", "prompt linear__ get deny"}
+	if !slices.Equal(got, want) {
+		t.Errorf("records without a server:\n got %q\nwant %q", got, want)
+	}
 }

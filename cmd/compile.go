@@ -153,11 +153,8 @@ func (s *policySource) compile(stderr io.Writer) (*compiler.Result, error) {
 		// REV:path/file.cue:3:5, the way git names a file of a revision:
 		// the positions are in the commit, not in the work tree.
 		ds = make([]compiler.Diagnostic, len(res.Diagnostics))
-		copy(ds, res.Diagnostics)
-		for i := range ds {
-			if ds[i].Pos.File != "" {
-				ds[i].Pos.File = s.root + path.Join(s.Source.PolicyPath, ds[i].Pos.File)
-			}
+		for i, d := range res.Diagnostics {
+			ds[i] = d.Rooted(func(file string) string { return s.root + path.Join(s.Source.PolicyPath, file) })
 		}
 		root = ""
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -92,15 +93,70 @@ type Diagnostic struct {
 // with the file joined to root (the directory the user named), so positions
 // print relative to where the user stands.
 func (d Diagnostic) Format(root string) string {
-	pos := d.Pos
-	if pos.File != "" && root != "" && root != "." {
-		pos.File = path.Join(strings.ReplaceAll(root, "\\", "/"), pos.File)
-	}
+	d = d.Rooted(JoinRoot(root))
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s[%s]: %s", pos, d.Severity, d.Code, d.Message)
+	fmt.Fprintf(&b, "%s: %s[%s]: %s", d.Pos, d.Severity, d.Code, d.Message)
 	if d.Suggestion != "" {
 		fmt.Fprintf(&b, "\n\t%s", d.Suggestion)
 	}
+	return b.String()
+}
+
+// JoinRoot returns the function Rooted takes to print a file name joined
+// to root, the directory the user named (none for "" and ".").
+func JoinRoot(root string) func(string) string {
+	if root == "" || root == "." {
+		return func(file string) string { return file }
+	}
+	root = strings.ReplaceAll(root, "\\", "/")
+	return func(file string) string { return path.Join(root, file) }
+}
+
+// Rooted returns d with the file of its position, and every place its
+// message and suggestion name, passed through join: a diagnostic and the
+// places it speaks of are relative to the policy (or configuration)
+// directory, and are printed relative to where the user stands. Rooted is
+// applied once, by what prints the diagnostic.
+func (d Diagnostic) Rooted(join func(file string) string) Diagnostic {
+	if d.Pos.File != "" {
+		d.Pos.File = join(d.Pos.File)
+	}
+	d.Message = RootPlaces(d.Message, join)
+	d.Suggestion = RootPlaces(d.Suggestion, join)
+	return d
+}
+
+// placeRE is a place a message names: a relative .cue or .json file name,
+// maybe with a line and a column.
+var placeRE = regexp.MustCompile(`[\w.-]+(?:/[\w.-]+)*\.(?:cue|json)(?::\d+(?::\d+)?)?`)
+
+// RootPlaces passes the file of every place text names through join. A
+// place counts only as a word of its own: after the start, a space or an
+// opening parenthesis, and before the end, a space or punctuation. A file
+// name inside quotes (an author's value) or inside a longer name (an
+// absolute path, git's REV:path) is left as it is.
+func RootPlaces(text string, join func(file string) string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range placeRE.FindAllStringIndex(text, -1) {
+		start, end := m[0], m[1]
+		if start > 0 && !strings.ContainsRune(" \t\n(", rune(text[start-1])) ||
+			end < len(text) && !strings.ContainsRune(" \t\n),;:.", rune(text[end])) {
+			continue
+		}
+		file, rest := text[start:end], ""
+		if i := strings.IndexByte(file, ':'); i >= 0 {
+			file, rest = file[:i], file[i:]
+		}
+		b.WriteString(text[last:start])
+		b.WriteString(join(file))
+		b.WriteString(rest)
+		last = end
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
 	return b.String()
 }
 

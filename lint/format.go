@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
 
@@ -26,16 +25,15 @@ type Output struct {
 	Color bool
 }
 
-// file returns the printed name of a finding's file.
-func (o Output) file(f Finding) string {
-	name := f.Pos.File
-	if name == "" {
-		name = "."
+// rooted returns f as printed: its file, and every place its message and
+// suggestion name, joined to the root. A finding about no file in
+// particular is about the root itself.
+func (o Output) rooted(f Finding) Finding {
+	if f.Pos.File == "" {
+		f.Pos.File = "."
 	}
-	if o.Root == "" || o.Root == "." {
-		return name
-	}
-	return path.Join(strings.ReplaceAll(o.Root, "\\", "/"), name)
+	f.Diagnostic = f.Rooted(compiler.JoinRoot(o.Root))
+	return f
 }
 
 // Write prints the report in format.
@@ -85,7 +83,8 @@ func WriteText(w io.Writer, rep *Report, o Output) error {
 	ew := &errWriter{w: w}
 	current := ""
 	for i, f := range rep.Findings {
-		if name := o.file(f); i == 0 || name != current {
+		f = o.rooted(f)
+		if name := f.Pos.File; i == 0 || name != current {
 			if i > 0 {
 				ew.printf("\n")
 			}
@@ -261,7 +260,8 @@ type ReportJSON struct {
 func WriteJSON(w io.Writer, rep *Report, o Output) error {
 	out := ReportJSON{Findings: []FindingJSON{}}
 	for _, f := range rep.Findings {
-		out.Findings = append(out.Findings, FindingJSON{File: o.file(f), Line: f.Pos.Line, Column: f.Pos.Column,
+		f = o.rooted(f)
+		out.Findings = append(out.Findings, FindingJSON{File: f.Pos.File, Line: f.Pos.Line, Column: f.Pos.Column,
 			Rule: f.Code, Level: f.Severity.String(), Category: string(f.Category), Path: f.Path,
 			Message: f.Message, Suggestion: f.Suggestion, Help: f.Help})
 	}
@@ -285,6 +285,7 @@ func encodeJSON(w io.Writer, v any) error {
 func WriteGitHub(w io.Writer, rep *Report, o Output) error {
 	ew := &errWriter{w: w}
 	for _, f := range rep.Findings {
+		f = o.rooted(f)
 		cmd := "notice"
 		switch f.Severity {
 		case compiler.Error:
@@ -292,7 +293,7 @@ func WriteGitHub(w io.Writer, rep *Report, o Output) error {
 		case compiler.Warning:
 			cmd = "warning"
 		}
-		props := []string{"file=" + ghProperty(o.file(f))}
+		props := []string{"file=" + ghProperty(f.Pos.File)}
 		if f.Pos.Line > 0 {
 			props = append(props, fmt.Sprintf("line=%d", f.Pos.Line))
 			if f.Pos.Column > 0 {

@@ -119,13 +119,14 @@ func WriteSARIF(w io.Writer, rep *Report, o Output) error {
 	}
 	run := sarifRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
 	for _, f := range rep.Findings {
+		f = o.rooted(f)
 		msg := f.Message
 		if f.Suggestion != "" {
 			msg += "\n" + f.Suggestion
 		}
 		res := sarifResult{RuleID: f.Code, RuleIndex: index[f.Code], Level: sarifLevel(LevelOf(f.Severity)),
 			Message: sarifText{Text: msg}}
-		loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(o.file(f))}}
+		loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(f.Pos.File)}}
 		if f.Pos.Line > 0 {
 			loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Pos.Line, StartColumn: f.Pos.Column}
 		}

@@ -206,11 +206,14 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 			fmt.Fprintf(w, "  decided by: not on the allow_list of %s (%s)\n", d.Scope, where(d.Origin))
 		}
 	case runtime.URINotNormal:
+		// A URI with no sound reading is denied by no scope; one whose
+		// reading is denied (a URI that is its own normal form may still
+		// have other readings, "…/.env?x") names the rule or default.
 		switch {
-		case ex.Normal == "":
-			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (spaces around it, a control character, a scheme or host made by decoding, a host a URL parser reads as another, or escapes left after three rounds); docs/gateway.md lists them\n")
 		case d.Rule != nil:
 			fmt.Fprintf(w, "  decided by: uri not in normal form: %s %q (%s scope) at %s denies a reading of it\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
+		case d.Scope == "":
+			fmt.Fprintf(w, "  decided by: uri not in normal form: it has none (spaces around it, a control character, a scheme or host made by decoding, a host a URL parser reads as another, or escapes left after three rounds); docs/gateway.md lists them\n")
 		default:
 			fmt.Fprintf(w, "  decided by: uri not in normal form: no rule allows a reading of it (%s)\n", where(d.Origin))
 		}

@@ -47,6 +47,15 @@ Examples:
 				return usageErrorf("--out %s names a directory; NAME is the path of the key files without their extension, e.g. --out %s", out, filepath.Join(out, "ci"))
 			}
 			keyPath, pubPath := out+".key", out+".pub"
+			// keygen makes no directories: say which one is missing,
+			// rather than name the temporary file it could not create.
+			if dir := filepath.Dir(out); dir != "." {
+				if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+					return failuref("--out %s: the directory %s does not exist; create it first (keygen writes the key files into an existing directory)", out, dir)
+				} else if err == nil && !st.IsDir() {
+					return failuref("--out %s: %s is not a directory", out, dir)
+				}
+			}
 			for _, p := range []string{keyPath, pubPath} {
 				if _, err := os.Lstat(p); err == nil {
 					return usageErrorf("%s already exists: keygen never overwrites a key; choose another --out name, or remove the old key yourself if you mean to replace it", p)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,9 +35,42 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			examples, err := filepath.Abs("../examples")
 			env.Setenv("EXAMPLES", examples)
+			if err != nil {
+				return err
+			}
+			interop, err := filepath.Abs("../interop")
+			env.Setenv("INTEROP", interop)
 			return err
 		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "interop" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return interopReady("../interop", os.Getenv("POLICYC_INTEROP") == "required")
+		},
 	})
+}
+
+// interopReady reports whether the interoperability scripts can run: Node.js
+// on PATH and interop/'s packages installed (npm ci --prefix interop).
+// Where they are required (POLICYC_INTEROP=required, as in .ci/run), their
+// absence fails the script instead of skipping it.
+func interopReady(dir string, required bool) (bool, error) {
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not on PATH"
+	} else {
+		for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-everything"} {
+			if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+				missing = pkg + " is not installed (npm ci --prefix interop)"
+				break
+			}
+		}
+	}
+	if missing != "" && required {
+		return false, fmt.Errorf("POLICYC_INTEROP=required, but %s", missing)
+	}
+	return missing == "", nil
 }
 
 // cmdExits runs a command and checks its exit code:

@@ -1,4 +1,4 @@
-// Usage: node client.mjs http|stdio CONFIG [TOKEN]
+// Usage: node client.mjs [--http-upstream] http|stdio CONFIG [TOKEN]
 //
 // Starts `policyc gateway --config CONFIG` (policyc from PATH) and talks to
 // it with the TypeScript MCP SDK's own client: over streamable HTTP with the
@@ -6,15 +6,23 @@
 // listen on port 0), or over stdio. Prints what the client saw as JSON: the
 // listings, the answers of allowed items, and whether each denied item was
 // answered exactly as an item that does not exist.
+//
+// With --http-upstream, the reference server runs over streamable HTTP on a
+// free port first, and the gateway is started on a copy of CONFIG
+// (CONFIG.run.cue) in which EVERYTHING_URL is replaced by its URL.
 import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [mode, config, token] = process.argv.slice(2);
-if (!["http", "stdio"].includes(mode) || !config) {
-  console.error("usage: node client.mjs http|stdio CONFIG [TOKEN]");
+const args = process.argv.slice(2);
+const httpUpstream = args[0] === "--http-upstream";
+const [mode, configArg, token] = httpUpstream ? args.slice(1) : args;
+if (!["http", "stdio"].includes(mode) || !configArg) {
+  console.error("usage: node client.mjs [--http-upstream] http|stdio CONFIG [TOKEN]");
   process.exit(2);
 }
 
@@ -88,44 +96,80 @@ async function scenario(client) {
   return out;
 }
 
+// waitForLine resolves to the first match of re in the lines of stream
+// (each copied to standard error), or rejects after 60 s or when the process
+// exits first.
+function waitForLine(proc, stream, re, what) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start within 60 s`)), 60_000);
+    proc.on("error", reject);
+    proc.on("exit", (code, signal) => reject(new Error(`${what} exited (${code ?? signal}) before it started`)));
+    createInterface({ input: stream }).on("line", (line) => {
+      process.stderr.write(line + "\n");
+      const m = re.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    });
+  });
+}
+
+// freePort returns a port nothing listens on now.
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+let config = configArg;
+let upstream;
+if (httpUpstream) {
+  const port = await freePort();
+  upstream = spawn("node", ["node_modules/@modelcontextprotocol/server-everything/dist/index.js", "streamableHttp"], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  await waitForLine(upstream, upstream.stderr, /listening on port/, "the HTTP upstream");
+  config = configArg.replace(/\.cue$/, "") + ".run.cue";
+  writeFileSync(config, readFileSync(configArg, "utf8").replaceAll("EVERYTHING_URL", `http://127.0.0.1:${port}/mcp`));
+}
+
 // startHTTP starts the gateway and resolves to its address once it serves.
 function startHTTP() {
   const gw = spawn("policyc", ["gateway", "--config", config], { stdio: ["ignore", "inherit", "pipe"] });
   const exited = new Promise((resolve) => gw.on("exit", (code, signal) => resolve(code ?? signal)));
-  const address = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the gateway did not serve within 60 s")), 60_000);
-    gw.on("error", reject);
-    exited.then((code) => reject(new Error(`the gateway exited (${code}) before it served`)));
-    createInterface({ input: gw.stderr }).on("line", (line) => {
-      process.stderr.write(line + "\n");
-      const m = /msg="serving streamable HTTP" address=(\S+)/.exec(line);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-  });
+  const address = waitForLine(gw, gw.stderr, /msg="serving streamable HTTP" address=(\S+)/, "the gateway").then((m) => m[1]);
   return { gw, exited, address };
 }
 
 const client = new Client({ name: "policyc-interop", version: "1.0.0" });
 let out;
-if (mode === "http") {
-  const { gw, exited, address } = startHTTP();
-  try {
-    const url = new URL(`http://${await address}/`);
-    await client.connect(
-      new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
-    );
+try {
+  if (mode === "http") {
+    const { gw, exited, address } = startHTTP();
+    try {
+      const url = new URL(`http://${await address}/`);
+      await client.connect(
+        new StreamableHTTPClientTransport(url, { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+      );
+      out = await scenario(client);
+      await client.close();
+    } finally {
+      gw.kill("SIGTERM");
+    }
+    out.gateway_exit = await exited;
+  } else {
+    await client.connect(new StdioClientTransport({ command: "policyc", args: ["gateway", "--config", config], stderr: "inherit" }));
     out = await scenario(client);
     await client.close();
-  } finally {
-    gw.kill("SIGTERM");
   }
-  out.gateway_exit = await exited;
-} else {
-  await client.connect(new StdioClientTransport({ command: "policyc", args: ["gateway", "--config", config], stderr: "inherit" }));
-  out = await scenario(client);
-  await client.close();
+} finally {
+  upstream?.kill("SIGTERM");
 }
 console.log(JSON.stringify(out, null, 2));

@@ -523,6 +523,12 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			} else {
 				verdict = "approved"
 			}
+		case ctx.Err() != nil && (err == nil && v.Outcome == OutcomeTimedOut && v.Reason == "" || errors.Is(err, context.Canceled)):
+			// The call ended before its hold did, no one having decided:
+			// the client cancelled it (notifications/cancelled, as a
+			// client does when its own request timeout passes) or went
+			// away. No one was too slow; the call was given up.
+			verdict = "cancelled"
 		case err == nil && v.Outcome == OutcomeTimedOut:
 			verdict = "timeout"
 		case err == nil && v.Outcome == OutcomeDuplicate:

@@ -540,3 +540,44 @@ func TestExpiredTable(t *testing.T) {
 		t.Errorf("after the renewal: %v", err)
 	}
 }
+
+// leavingGate holds every call until the call's context ends, and then
+// answers as the approval gate does for a call that left its request
+// undecided.
+type leavingGate struct{ holding chan struct{} }
+
+func (g *leavingGate) Hold(ctx context.Context, req *HoldRequest) (Verdict, error) {
+	g.holding <- struct{}{}
+	<-ctx.Done()
+	return Verdict{Outcome: OutcomeTimedOut, RequestID: "apr-5"}, nil
+}
+
+// A held call the client cancels is logged as cancelled: no one was too
+// slow to decide, the call was given up.
+func TestApprovalHoldCancelledByTheClient(t *testing.T) {
+	g := &leavingGate{holding: make(chan struct{}, 1)}
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		c.Approvals = g
+	})
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-g.holding
+		cancel() // the SDK's client sends notifications/cancelled
+	}()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool: %v, want context.Canceled", err)
+	}
+	eventually(t, 5*time.Second, "the hold's verdict to be logged", func() bool {
+		for _, r := range tg.log.all() {
+			if r.Op == OpApproval {
+				if r.Verdict != "cancelled" || r.Request != "apr-5" {
+					t.Fatalf("logged verdict %q for request %q, want cancelled for apr-5", r.Verdict, r.Request)
+				}
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -51,6 +51,7 @@ type Record struct {
 	Op       Op
 	Decision runtime.Decision
 	// Verdict is set for OpApproval: "approved", "denied", "timeout",
+	// "cancelled" (the call ended, undecided, before its hold did),
 	// "ended" (the client ended its session while the call was held),
 	// "duplicate" (folded into an approval once another call used),
 	// "not_run" (approved, but the approval could not be used) or "error".

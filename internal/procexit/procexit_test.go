@@ -34,20 +34,26 @@ func TestExited(t *testing.T) {
 	if ps := none.Exited(); ps != nil {
 		t.Errorf("a nil Transport: %v", ps)
 	}
+	// A server that ends by itself is waited for as long as it takes to
+	// start and exit: with a short wait, one that the machine was slow to
+	// run would get SIGTERM and end by a signal instead. The server that
+	// ignores its input and SIGTERM is the one the short wait is for.
+	const exits, stopped = 30 * time.Second, 100 * time.Millisecond
 	for _, tc := range []struct {
 		name, script string
+		terminate    time.Duration
 		want         string // "" for nil
 	}{
-		{"exit 3", "exit 3", "exit status 3"},
+		{"exit 3", "exit 3", exits, "exit status 3"},
 		// The SDK closes standard input first: a server that then exits
 		// cleanly has exited by itself.
-		{"exit 0 at the end of its input", "cat >/dev/null; exit 0", "exit status 0"},
-		{"killed by a signal", "kill -9 $$", ""},
+		{"exit 0 at the end of its input", "cat >/dev/null; exit 0", exits, "exit status 0"},
+		{"killed by a signal", "kill -9 $$", exits, ""},
 		// Ignores the closed input and SIGTERM: the SDK kills it.
-		{"stopped by the SDK", "trap '' TERM; while :; do sleep 0.05; done", ""},
+		{"stopped by the SDK", "trap '' TERM; while :; do sleep 0.05; done", stopped, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := New(exec.Command("sh", "-c", tc.script), 100*time.Millisecond)
+			tr := New(exec.Command("sh", "-c", tc.script), tc.terminate)
 			closeAfterStart(t, tr)
 			got := ""
 			if ps := tr.Exited(); ps != nil {

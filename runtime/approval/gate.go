@@ -223,6 +223,9 @@ type Gate struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // foldKey is what makes two pending requests the same.
@@ -395,8 +398,17 @@ const (
 )
 
 // Close stops the gate: requests still pending end as expired, their held
-// calls are answered, deliveries stop, and the store is closed.
+// calls are answered, deliveries stop, and the store is closed. A Close
+// made while another is under way returns once that one has finished: the
+// command closes the gate when it is told to stop and again as it returns,
+// and its process must not exit while a delivery that is stopping has yet
+// to record how it ended.
 func (g *Gate) Close() error {
+	g.closeOnce.Do(func() { g.closeErr = g.close() })
+	return g.closeErr
+}
+
+func (g *Gate) close() error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -229,4 +230,84 @@ func FuzzVerifyWebhook(f *testing.F) {
 			t.Fatalf("accepted %q for %q without its MAC", header, b)
 		}
 	})
+}
+
+// holdLog is a log handler that holds the goroutine logging msg until
+// release is closed; reached is closed when it does.
+type holdLog struct {
+	slog.Handler
+	msg              string
+	reached, release chan struct{}
+}
+
+func (h holdLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		close(h.reached)
+		<-h.release
+	}
+	return nil
+}
+
+// A Close made while another is under way returns once that one has
+// finished: the command closes the gate when it is told to stop and again
+// as it returns, and must not exit before a delivery that was stopping
+// has recorded how it ended.
+func TestCloseWaitsForCloseUnderWay(t *testing.T) {
+	rc := &receiver{secret: testSecret, failFirst: 1000}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	log := holdLog{Handler: slog.NewTextHandler(io.Discard, nil), msg: "webhook delivery failed", reached: make(chan struct{}), release: make(chan struct{})}
+	g := openGate(t, "", func(c *Config) {
+		c.Webhook = WebhookOptions{Secret: testSecret, MinBackoff: time.Minute, MaxBackoff: time.Minute, Attempts: 4}
+		c.Logger = slog.New(log)
+	})
+	release := sync.OnceFunc(func() { close(log.release) })
+	t.Cleanup(release) // before the gate's Close, should the test end early
+	c := call("alice", "merge_pull_request", `{}`)
+	c.Channel = Channel{Name: "hook", Kind: ChannelWebhook, URL: srv.URL}
+	held := hold(context.Background(), g, c)
+	// The first attempt failed; the delivery is held as it logs that.
+	select {
+	case <-log.reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first delivery attempt did not fail")
+	}
+	first := make(chan error, 1)
+	go func() { first <- g.Close() }()
+	// The first Close has expired the request and now waits for the
+	// delivery to stop.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		g.mu.Lock()
+		closed := g.closed
+		g.mu.Unlock()
+		if closed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not start")
+		}
+	}
+	if h := recv(t, held); h.o.Answer != AnswerTimedOut {
+		t.Fatalf("the held call got %v, want a timeout", h.o.Answer)
+	}
+	second := make(chan error, 1)
+	go func() { second <- g.Close() }()
+	select {
+	case <-second:
+		t.Fatal("a second Close returned while the first still waited for a delivery to stop")
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Close did not return")
+	}
+	// Returned: the delivery has recorded its end.
+	if audit := readFile(t, g.cfg.StateDir, AuditFile); !strings.Contains(audit, `"event":"notify_failed"`) || !strings.Contains(audit, "the gateway stopped") {
+		t.Fatalf("the stopped delivery is not in the audit log:\n%s", audit)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -321,7 +321,14 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 				Path: "decision_log", Message: fmt.Sprintf("decision_log: cannot open %s: %v", s.logPath, unwrapPath(err)),
 				Suggestion: `give a file in an existing directory the gateway may write to, or "-" for standard error`}}, o.use)
 		}
-		defer f.Close()
+		defer func() {
+			// The gate first: closing it answers the calls still held,
+			// whose verdicts go to this log.
+			if gate != nil {
+				gate.Close()
+			}
+			f.Close()
+		}()
 		logOut = f
 	}
 	s.cfg.Log = gateway.NewJSONLog(logOut)

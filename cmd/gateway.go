@@ -587,7 +587,7 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 	// or at a key that holds it.
 	broken := func(key string) bool {
 		for b := range brokenKeys {
-			if b == key || strings.HasPrefix(b, key+".") || strings.HasPrefix(key, b+".") {
+			if b == key || under(b, key) || under(key, b) {
 				return true
 			}
 		}
@@ -915,16 +915,23 @@ func sameListener(a, b string) bool {
 	return ha == hb || wildcard(ha) || wildcard(hb)
 }
 
+// under says whether key names something inside parent: a field
+// (parent.x) or an element (parent[0]).
+func under(key, parent string) bool {
+	rest, ok := strings.CutPrefix(key, parent)
+	return ok && rest != "" && (rest[0] == '.' || rest[0] == '[')
+}
+
 // decodeSound decodes the keys of a configuration the schema refused that
-// broken says are sound: each top-level key, and each upstream on its own
-// (a broken one is listed, empty). A key that does not decode is added to
-// brokenKeys.
+// broken says are sound: each top-level key as far as it is sound (see
+// decodeFields), and each upstream on its own (a broken one is listed,
+// empty). A key that does not decode is added to brokenKeys.
 func decodeSound(v cue.Value, broken func(string) bool, brokenKeys map[string]bool) gatewayFile {
 	var f gatewayFile
 	rv := reflect.ValueOf(&f).Elem()
 	for i := range rv.NumField() {
-		key, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
-		fv := v.LookupPath(cue.ParsePath(key))
+		key := jsonName(rv.Type().Field(i))
+		fv := v.LookupPath(cue.MakePath(cue.Str(key)))
 		if !fv.Exists() {
 			continue
 		}
@@ -948,11 +955,62 @@ func decodeSound(v cue.Value, broken func(string) bool, brokenKeys map[string]bo
 			}
 			continue
 		}
-		if !broken(key) && fv.Decode(rv.Field(i).Addr().Interface()) != nil {
-			brokenKeys[key] = true
-		}
+		decodeFields(fv, key, rv.Field(i), broken, brokenKeys)
 	}
 	return f
+}
+
+// decodeFields decodes v, the value at key, into dst as far as it is sound:
+// whole when nothing at or under key is broken; else, for a struct (or a
+// pointer to one) or a map of them, each field or entry on its own, so that
+// a refused fraction in approvals does not hide a misspelt server beside it.
+// A refused map entry is kept, empty, as a broken upstream is: other keys
+// may name it, and checks of its own keys are suppressed by broken. What
+// is refused, or of another kind, is left unset; a value that does not
+// decode is added to brokenKeys.
+func decodeFields(v cue.Value, key string, dst reflect.Value, broken func(string) bool, brokenKeys map[string]bool) {
+	if !broken(key) {
+		if v.Decode(dst.Addr().Interface()) != nil {
+			brokenKeys[key] = true
+		}
+		return
+	}
+	if brokenKeys[key] {
+		return // refused as a whole
+	}
+	switch t := dst.Type(); {
+	case t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		p := reflect.New(t.Elem())
+		decodeFields(v, key, p.Elem(), broken, brokenKeys)
+		dst.Set(p)
+	case t.Kind() == reflect.Struct:
+		for i := range t.NumField() {
+			name := jsonName(t.Field(i))
+			if fv := v.LookupPath(cue.MakePath(cue.Str(name))); fv.Exists() {
+				decodeFields(fv, key+"."+name, dst.Field(i), broken, brokenKeys)
+			}
+		}
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		it, err := v.Fields()
+		if err != nil {
+			brokenKeys[key] = true
+			return
+		}
+		m := reflect.MakeMap(t)
+		for it.Next() {
+			name := it.Selector().Unquoted()
+			e := reflect.New(t.Elem()).Elem()
+			decodeFields(it.Value(), key+"."+name, e, broken, brokenKeys)
+			m.SetMapIndex(reflect.ValueOf(name), e)
+		}
+		dst.Set(m)
+	}
+}
+
+// jsonName is the key a configuration struct field is read from.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // The approval gate's timings when the configuration leaves them out (the

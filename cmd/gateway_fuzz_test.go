@@ -24,6 +24,9 @@ func FuzzGatewayConfig(f *testing.F) {
 		"package gateway\napprovals: admin: approvers: c: token_sha256: [\"s\"]\napprovals: admin: approvers: c: token_sha256: [\"t\"]\n",
 		"package gateway\nupstreams: \"a.b\": env: \"X-Y\": \"1\"\n",
 		"package gateway\nfront: http: principals: \"\": token_sha256: []\n",
+		// Refused keys inside blocks whose other keys are still read.
+		"package gateway\nupstreams: g: command: [\"true\"]\nfront: http: {address: 8, principals: a: token_sha256: [\"A\"]}\napprovals: {progress_interval_seconds: 1.5, servers: x: preview: 1, admin: approvers: c: 2}\n",
+		"package gateway\napprovals: servers: 3\nfront: stdio: principal: 4\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -41,6 +41,11 @@ const MaxMessageBytes = 4 << 20
 // read) and the session goes on: a client's malformed line does not end it.
 func (g *Gateway) ServeIO(ctx context.Context, principal string, in io.Reader, out io.Writer) error {
 	conn := newLineConn(in, out)
+	// Why a gateway whose client is gone has not exited yet: a call held
+	// for approval may keep it for up to drainTimeout.
+	conn.draining = func(why string, calls int, within time.Duration) {
+		g.logger.Info("session ending: "+why+"; answering the calls already read", "principal", principal, "calls", calls, "within", within.String())
+	}
 	ss, err := g.Connect(ctx, principal, lineTransport{conn})
 	if err != nil {
 		return err
@@ -106,6 +111,11 @@ type lineConn struct {
 	// version is the protocol version its answer negotiated.
 	initID  jsonrpc.ID
 	version atomic.Pointer[string]
+	// draining, when set, is told once how many calls are still to be
+	// answered when the input ends or the front stops, and for how long
+	// they are waited for.
+	draining     func(why string, calls int, within time.Duration)
+	drainingOnce sync.Once
 }
 
 // drainTimeout bounds how long the end of the input waits for answers.
@@ -171,7 +181,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	// between them at random.
 	select {
 	case <-c.stopping:
-		c.drain(StopTimeout)
+		c.drain("the gateway is stopping", StopTimeout)
 		return nil, io.EOF
 	default:
 	}
@@ -181,11 +191,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	case <-c.closed:
 		return nil, io.EOF
 	case <-c.stopping:
-		c.drain(StopTimeout)
+		c.drain("the gateway is stopping", StopTimeout)
 		return nil, io.EOF
 	case in := <-c.incoming:
 		if in.err != nil {
-			c.drain(drainTimeout)
+			c.drain("its input ended", drainTimeout)
 			return nil, in.err
 		}
 		c.pendingMu.Lock()
@@ -228,7 +238,7 @@ func (c *lineConn) stop() {
 // drain waits until every call read has been answered, the connection is
 // closed, or timeout passes; a stop meanwhile shortens the wait to
 // StopTimeout from then.
-func (c *lineConn) drain(timeout time.Duration) {
+func (c *lineConn) drain(why string, timeout time.Duration) {
 	deadline := time.After(timeout)
 	stopping := c.stopping
 	for {
@@ -237,6 +247,9 @@ func (c *lineConn) drain(timeout time.Duration) {
 		c.pendingMu.Unlock()
 		if n == 0 {
 			return
+		}
+		if c.draining != nil {
+			c.drainingOnce.Do(func() { c.draining(why, n, timeout) })
 		}
 		select {
 		case <-c.answered:

@@ -245,7 +245,9 @@ func TestLineConnStopTakesNoNewMessage(t *testing.T) {
 // StopTimeout, not the longer wait the end of input alone allows.
 func TestServeIOStopAfterInputEnded(t *testing.T) {
 	held := make(chan struct{})
+	oplog := &syncBuffer{}
 	tg := startGateway(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(oplog, nil))
 		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
 		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
 			close(held)
@@ -262,7 +264,9 @@ func TestServeIOStopAfterInputEnded(t *testing.T) {
 		t.Fatal("the call was not held")
 	}
 	c.w.Close()
-	time.Sleep(200 * time.Millisecond) // the end of input is read and the wait for answers begins
+	eventually(t, 10*time.Second, "the wait for answers after the end of input", func() bool {
+		return strings.Contains(oplog.String(), `msg="session ending: its input ended; answering the calls already read" principal=alice calls=1 within=1m0s`)
+	})
 	stopped := time.Now()
 	c.stop()
 	select {
@@ -419,7 +423,11 @@ func TestHTTPNoStreamNoNotificationWarning(t *testing.T) {
 	eventually(t, 5*time.Second, "alice's listing to show list_more", func() bool {
 		return slices.Contains(toolNames(t, cs), "github__list_more")
 	})
-	time.Sleep(200 * time.Millisecond) // the notification is sent after the listing changes
+	// The notification is sent after the listing changes; the SDK warns
+	// that no stream carries it, and the gateway leaves the warning out.
+	eventually(t, 5*time.Second, "the undeliverable notification's warning", func() bool {
+		return tg.undeliverable.Load() > 0
+	})
 	if log := oplog.String(); strings.Contains(log, "rejected by transport") {
 		t.Errorf("the gateway logged an undeliverable notification:\n%s", log)
 	}

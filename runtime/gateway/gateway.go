@@ -142,7 +142,10 @@ type Gateway struct {
 	// sdkLogger is logger for the SDK's own messages, warnings and up: it
 	// reports every session at info level.
 	sdkLogger *slog.Logger
-	now       func() time.Time
+	// undeliverable counts the SDK's warnings about notifications no
+	// stream could carry, which sdkLogger leaves out.
+	undeliverable atomic.Int64
+	now           func() time.Time
 
 	table    atomic.Pointer[runtime.Table]
 	reloadMu sync.Mutex
@@ -228,7 +231,7 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	g.sdkLogger = slog.New(minLevel{g.logger.Handler(), slog.LevelWarn})
+	g.sdkLogger = slog.New(minLevel{g.logger.Handler(), slog.LevelWarn, &g.undeliverable})
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -697,6 +700,8 @@ func (g *Gateway) forwardProgress(ctx context.Context, from *upstream, p *mcp.Pr
 type minLevel struct {
 	slog.Handler
 	level slog.Level
+	// dropped counts the warnings left out.
+	dropped *atomic.Int64
 }
 
 func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
@@ -705,15 +710,16 @@ func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h minLevel) Handle(ctx context.Context, r slog.Record) error {
 	if strings.HasPrefix(r.Message, "calling notifications/") && strings.Contains(r.Message, "rejected by transport") {
+		h.dropped.Add(1)
 		return nil
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
 func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(as), h.level}
+	return minLevel{h.Handler.WithAttrs(as), h.level, h.dropped}
 }
 
 func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h.Handler.WithGroup(name), h.level}
+	return minLevel{h.Handler.WithGroup(name), h.level, h.dropped}
 }

@@ -911,23 +911,8 @@ func sameListener(a, b string) bool {
 	if err1 != nil || err2 != nil || na == 0 || na != nb {
 		return false
 	}
-	// Go listens on every address of both families for "" and "::", and
-	// on every IPv4 address for 0.0.0.0, which leaves an IPv6 address's
-	// port free. Two addresses are the same however they are written; a
-	// name is compared as written.
-	ipv6 := func(h string) bool { ip := net.ParseIP(h); return ip != nil && ip.To4() == nil }
-	switch {
-	case ha == "" || ha == "::" || hb == "" || hb == "::":
-		return true
-	case ha == "0.0.0.0":
-		return !ipv6(hb)
-	case hb == "0.0.0.0":
-		return !ipv6(ha)
-	}
-	if ipa, ipb := net.ParseIP(ha), net.ParseIP(hb); ipa != nil && ipb != nil {
-		return ipa.Equal(ipb)
-	}
-	return ha == hb
+	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wildcard(ha) || wildcard(hb)
 }
 
 // under says whether key names something inside parent: a field

@@ -911,8 +911,17 @@ func sameListener(a, b string) bool {
 	if err1 != nil || err2 != nil || na == 0 || na != nb {
 		return false
 	}
+	// Go listens on every address of both families for "", "::" and
+	// 0.0.0.0 alike. One address written two ways is one address; a name
+	// is compared as written.
 	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return ha == hb || wildcard(ha) || wildcard(hb)
+	if wildcard(ha) || wildcard(hb) {
+		return true
+	}
+	if ipa, ipb := net.ParseIP(ha), net.ParseIP(hb); ipa != nil && ipb != nil {
+		return ipa.Equal(ipb)
+	}
+	return ha == hb
 }
 
 // under says whether key names something inside parent: a field

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/policyc/policyc/internal/regfile"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -60,9 +61,12 @@ func ReadDir(dir string) (*Catalog, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := regfile.Read(filepath.Join(dir, e.Name()))
+		if errors.Is(err, regfile.ErrDirectory) {
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w; the catalogue directory holds one snapshot file per server: make it a regular file, or remove it", err)
 		}
 		// Named by their path, so that errors point at the file.
 		files = append(files, File{Name: filepath.Join(dir, e.Name()), Data: b})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/regfile"
 )
 
 // FileName is the name of a server's snapshot file in the catalogue
@@ -21,7 +22,7 @@ func WriteFile(dir string, s *Snapshot) (changed bool, err error) {
 		return false, err
 	}
 	path := filepath.Join(dir, FileName(s.Server))
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+	if old, err := regfile.Read(path); err == nil && bytes.Equal(old, b) {
 		return false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/atomicfile"
 	"github.com/policyc/policyc/internal/gitsrc"
+	"github.com/policyc/policyc/internal/regfile"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -346,9 +347,12 @@ func readCatalogueDir(cdir string) ([]catalog.File, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(cdir, e.Name()))
+		b, err := regfile.Read(filepath.Join(cdir, e.Name()))
+		if errors.Is(err, regfile.ErrDirectory) {
+			continue
+		}
 		if err != nil {
-			return nil, failuref("read catalogue: %v", err)
+			return nil, failuref("read catalogue: %v; the catalogue directory holds one snapshot file per server: make it a regular file, or remove it", err)
 		}
 		files = append(files, catalog.File{Name: e.Name(), Data: b})
 	}

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
+
+	"github.com/policyc/policyc/internal/regfile"
 )
 
 // File is one policy source: its slash-separated name relative to the policy
@@ -31,7 +34,10 @@ const PackageName = "policy"
 
 // ReadDir reads the .cue files directly in dir (a CUE package is one
 // directory), sorted by name. The lint config file, if present, is skipped:
-// it is not part of the policy.
+// it is not part of the policy, and so are directories (and symbolic links
+// to them). A .cue name that is not a regular file (a named pipe, a device,
+// a broken symbolic link) is an error naming it: reading a pipe would wait
+// for a writer forever.
 func ReadDir(dir string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -43,9 +49,12 @@ func ReadDir(dir string) ([]File, error) {
 		if e.IsDir() || !strings.HasSuffix(name, ".cue") || IsConfigFile(name) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := regfile.Read(filepath.Join(dir, name))
+		if errors.Is(err, regfile.ErrDirectory) {
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w; policyc reads every .cue file in the policy directory: make it a regular file, or remove it or rename it so its name does not end in .cue", err)
 		}
 		files = append(files, File{Name: name, Data: data})
 	}

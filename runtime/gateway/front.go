@@ -13,7 +13,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,7 +108,12 @@ type lineConn struct {
 	// every answer).
 	pendingMu sync.Mutex
 	pending   map[jsonrpc.ID]bool
-	answered  chan struct{}
+	// inUse holds the ids of the calls read whose answers are not yet
+	// being written (under pendingMu): a call that repeats one is
+	// refused, as its answer could not be told from the other's. An id
+	// is free again once its answer is on its way, as in the SDK.
+	inUse    map[jsonrpc.ID]bool
+	answered chan struct{}
 	// initID is the id of the initialize request read (under pendingMu);
 	// version is the protocol version its answer negotiated.
 	initID  jsonrpc.ID
@@ -135,7 +142,7 @@ type lineBatch struct {
 
 func newLineConn(in io.Reader, out io.Writer) *lineConn {
 	c := &lineConn{out: &syncWriter{w: out}, incoming: make(chan lineMsgs), closed: make(chan struct{}), stopping: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
-		pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
+		pending: map[jsonrpc.ID]bool{}, inUse: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(in)
 	return c
 }
@@ -177,55 +184,71 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	// A stop comes before any message waiting: a select would pick
-	// between them at random.
-	select {
-	case <-c.stopping:
-		c.drain("the gateway is stopping", StopTimeout)
-		return nil, io.EOF
-	default:
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case <-c.stopping:
-		c.drain("the gateway is stopping", StopTimeout)
-		return nil, io.EOF
-	case in := <-c.incoming:
-		if in.err != nil {
-			c.drain("its input ended", drainTimeout)
-			return nil, in.err
+	for {
+		// A stop comes before any message waiting: a select would pick
+		// between them at random.
+		select {
+		case <-c.stopping:
+			c.drain("the gateway is stopping", StopTimeout)
+			return nil, io.EOF
+		default:
 		}
-		c.pendingMu.Lock()
-		for _, m := range in.msgs {
-			if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-				c.pending[req.ID] = true
-				if req.Method == "initialize" && c.version.Load() == nil {
-					c.initID = req.ID
-				}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case <-c.stopping:
+			c.drain("the gateway is stopping", StopTimeout)
+			return nil, io.EOF
+		case in := <-c.incoming:
+			if in.err != nil {
+				c.drain("its input ended", drainTimeout)
+				return nil, in.err
 			}
-		}
-		c.pendingMu.Unlock()
-		if in.batch {
-			b := &lineBatch{pending: map[jsonrpc.ID]int{}}
+			c.pendingMu.Lock()
+			msgs := in.msgs[:0:0]
 			for _, m := range in.msgs {
 				if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-					b.pending[req.ID] = len(b.responses)
-					b.responses = append(b.responses, nil)
+					if c.inUse[req.ID] {
+						// The answer could not tell the two calls apart:
+						// refuse this one, without its id, which belongs
+						// to the call in progress.
+						c.out.Write(errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: id %s is the id of a call not yet answered; give each call an id of its own", idText(req.ID))))
+						continue
+					}
+					c.pending[req.ID] = true
+					c.inUse[req.ID] = true
+					if req.Method == "initialize" && c.version.Load() == nil {
+						c.initID = req.ID
+					}
+				}
+				msgs = append(msgs, m)
+			}
+			c.pendingMu.Unlock()
+			if len(msgs) == 0 {
+				continue
+			}
+			in.msgs = msgs
+			if in.batch {
+				b := &lineBatch{pending: map[jsonrpc.ID]int{}}
+				for _, m := range in.msgs {
+					if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+						b.pending[req.ID] = len(b.responses)
+						b.responses = append(b.responses, nil)
+					}
+				}
+				if len(b.pending) > 0 {
+					c.batchMu.Lock()
+					for id := range b.pending {
+						c.batches[id] = b
+					}
+					c.batchMu.Unlock()
 				}
 			}
-			if len(b.pending) > 0 {
-				c.batchMu.Lock()
-				for id := range b.pending {
-					c.batches[id] = b
-				}
-				c.batchMu.Unlock()
-			}
+			c.queue = in.msgs[1:]
+			return in.msgs[0], nil
 		}
-		c.queue = in.msgs[1:]
-		return in.msgs[0], nil
 	}
 }
 
@@ -269,6 +292,9 @@ func (c *lineConn) drain(why string, timeout time.Duration) {
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.noteVersion(resp)
+		c.pendingMu.Lock()
+		delete(c.inUse, resp.ID)
+		c.pendingMu.Unlock()
 		defer func() {
 			c.pendingMu.Lock()
 			delete(c.pending, resp.ID)
@@ -428,6 +454,9 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "" {
 		return nil, errors.New("the method is empty")
 	}
+	if err := checkIntegerID(m, b); err != nil {
+		return nil, err
+	}
 	if _, ok := m.(*jsonrpc.Response); ok {
 		var r struct {
 			Result json.RawMessage `json:"result"`
@@ -443,20 +472,91 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 	return m, nil
 }
 
-// requestID returns the id of a malformed request when it is a valid id.
-func requestID(line []byte) any {
-	var m struct {
-		ID any `json:"id"`
+// integerLiteral is a JSON number without fraction or exponent.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// checkIntegerID refuses a numeric id that is not an integer the answer
+// can carry as written. The SDK reads every number as a float and keeps
+// its integer part, so 1.5 would be answered as 1 (the id of another
+// call, perhaps), 1e30 as -9223372036854775808 and 2^53+1 as 2^53: a
+// client could take the answer for another call's, or never see its own.
+func checkIntegerID(m jsonrpc.Message, b []byte) error {
+	var id jsonrpc.ID
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		id = m.ID
+	case *jsonrpc.Response:
+		id = m.ID
 	}
-	if json.Unmarshal(line, &m) != nil {
+	if _, ok := id.Raw().(int64); !ok {
 		return nil
 	}
-	switch id := m.ID.(type) {
-	case string:
-		return id
-	case float64:
-		if id == float64(int64(id)) {
-			return int64(id)
+	lit := rawID(b)
+	if integerLiteral.Match(lit) {
+		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil && n >= -maxExactID && n <= maxExactID {
+			return nil
+		}
+	}
+	if len(lit) > 40 {
+		lit = append(lit[:40:40], "..."...)
+	}
+	return fmt.Errorf("the id %s is not an integer from %d to %d; give a string id, or an integer in that range", lit, -maxExactID, maxExactID)
+}
+
+// maxExactID is the largest integer id answered as written: the SDK reads
+// ids as floats, which hold every integer up to 2^53 exactly (and
+// JavaScript clients no larger one).
+const maxExactID = 1<<53 - 1
+
+// rawID returns the value of a message's "id" member as written; nil when
+// there is none. The name is matched exactly, as the SDK matches it (not
+// case-insensitively, as encoding/json would), and of repeated members
+// the last counts, as in the SDK.
+func rawID(b []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if key == "id" {
+			id = v
+		}
+	}
+	return id
+}
+
+// idText is an id as a message shows it: a string quoted, an integer as
+// it is.
+func idText(id jsonrpc.ID) string {
+	if s, ok := id.Raw().(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(id.Raw())
+}
+
+// requestID returns the id of a malformed request when it is a valid id:
+// a string, or an integer that checkIntegerID would accept, as written.
+func requestID(line []byte) any {
+	id := rawID(line)
+	if len(id) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return s
+	}
+	if integerLiteral.Match(id) {
+		if n, err := strconv.ParseInt(string(id), 10, 64); err == nil && n >= -maxExactID && n <= maxExactID {
+			return n
 		}
 	}
 	return nil

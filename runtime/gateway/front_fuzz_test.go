@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -10,12 +11,15 @@ import (
 
 // Every line a client sends is either decoded into JSON-RPC messages the
 // SDK can take, or answered with exactly one JSON-RPC error response:
-// never both, never neither.
+// never both, never neither. A numeric id decoded is the integer the line
+// wrote: the answer goes to the call the client made.
 func FuzzFrontLine(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":9}`, `[{"jsonrpc":"2.0","method":"x"}]`,
 		`[]`, `not json`, `{"jsonrpc":"2.0","id":[1],"method":"x"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`, `"str"`, `null`,
 		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":1,"method":"b"}]`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"x"}`, `{"jsonrpc":"2.0","id":1e30,"method":"x"}`, `{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":-0,"method":"x"}`, `[{"jsonrpc":"2.0","id":2.0,"method":"x"}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -43,6 +47,19 @@ func FuzzFrontLine(f *testing.F) {
 		default:
 			if batch != (line[0] == '[') || !batch && len(msgs) != 1 {
 				t.Fatalf("line %q: batch %v with %d messages", line, batch, len(msgs))
+			}
+			if lit := rawID(line); !batch && len(lit) > 0 && lit[0] != '"' && string(lit) != "null" {
+				var id jsonrpc.ID
+				switch m := msgs[0].(type) {
+				case *jsonrpc.Request:
+					id = m.ID
+				case *jsonrpc.Response:
+					id = m.ID
+				}
+				n, err := strconv.ParseInt(string(lit), 10, 64)
+				if got, ok := id.Raw().(int64); err != nil || !ok || got != n {
+					t.Fatalf("line %q: id %s decoded as %v", line, lit, id.Raw())
+				}
 			}
 			for _, m := range msgs {
 				b, err := jsonrpc.EncodeMessage(m)

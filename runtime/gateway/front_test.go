@@ -627,3 +627,63 @@ func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
 		t.Errorf("the DELETE waited %s for the held call", d)
 	}
 }
+
+// TestServeIOIDs: a numeric id is answered as written, or refused when
+// the answer could not carry it (a fraction, an exponent, an integer
+// beyond 2^53), without an id that is not the client's; a call that
+// reuses the id of a call not yet answered is refused, and the first
+// call is still answered under its id.
+func TestServeIOIDs(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{`1.5`, `null`}, {`1e30`, `null`}, {`1E2`, `null`}, {`9007199254740993`, `null`}, {`-9007199254740992`, `null`},
+	} {
+		_, _, reply := parseLine([]byte(`{"jsonrpc":"2.0","id":`+tc.id+`,"method":"tools/list"}`), false)
+		var resp struct {
+			ID    json.RawMessage           `json:"id"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if err := json.Unmarshal(reply, &resp); err != nil || resp.Error == nil || string(resp.ID) != tc.want ||
+			!strings.Contains(resp.Error.Message, "the id "+tc.id+" is not an integer from -9007199254740991 to 9007199254740991; give a string id") {
+			t.Errorf("id %s: answered %s; want a refusal with id %s", tc.id, reply, tc.want)
+		}
+	}
+	for _, id := range []string{`9007199254740991`, `-9007199254740991`, `0`, `"1.5"`} {
+		if msgs, _, reply := parseLine([]byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/list"}`), false); len(msgs) != 1 || reply != nil {
+			t.Errorf("id %s refused: %s", id, reply)
+		}
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	tg := startGateway(t, func(c *Config) {
+		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			close(held)
+			<-release
+			return Verdict{Outcome: OutcomeTimedOut}, nil
+		})
+	})
+	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not held")
+	}
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	if answer := string(c.next()); answer != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 7 is the id of a call not yet answered; give each call an id of its own"}}` {
+		t.Fatalf("the repeated id was answered %s", answer)
+	}
+	close(release)
+	var resp struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if answer := c.next(); json.Unmarshal(answer, &resp) != nil || resp.ID != 7 || resp.Result == nil {
+		t.Fatalf("the held call was answered %s", answer)
+	}
+	// Answered, its id is free again.
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+	if answer := c.next(); json.Unmarshal(answer, &resp) != nil || resp.ID != 7 || resp.Result == nil {
+		t.Fatalf("id 7 reused after its answer was answered %s", answer)
+	}
+}

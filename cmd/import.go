@@ -60,11 +60,12 @@ are translated into policyc globs that match exactly the same names
 (case-sensitively, as fnmatch does on Linux and macOS). Approval lists go to
 the gateway's approvals page.
 
-Refused, with the position: unknown keys; approval_list under access.prompt
-or access.resource (no approval hold exists on a fetch; use deny_list);
-per-tenant tool_access and access policies on one member of a group (policyc
-cannot narrow by them, and dropping them would allow more); values of the
-wrong type; patterns with a reversed range. Not carried over, and said so:
+Refused, with the position: unknown keys; a key written twice in one
+mapping (Hangar would read the last and drop the other); approval_list under
+access.prompt or access.resource (no approval hold exists on a fetch; use
+deny_list); per-tenant tool_access and access policies on one member of a
+group (policyc cannot narrow by them, and dropping them would allow more);
+values of the wrong type; patterns with a reversed range. Not carried over, and said so:
 deployment settings (mode, command, ...), approval_channel, ui_resources
 (every ui:// resource stays denied) and the sections that configure the
 Hangar process.

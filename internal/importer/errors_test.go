@@ -45,6 +45,18 @@ mcp_servers:
 			"config.yaml:5:16: error: mcp_servers.docs.access.prompt.approval_list: approval_list under prompt is refused: no approval hold exists on a fetch (policyc refuses it too, permanently)\n\tuse deny_list to withhold the item",
 			"config.yaml:7:9: error: mcp_servers.docs.access.resource.approval_list: approval_list under resource is refused",
 		}},
+		{"a key written twice is refused, not dropped", `
+mcp_servers:
+  github:
+    tools:
+      allow_list: ["get_*"]
+      allow_list: ["list_*"]
+  github:
+    tools: {deny_list: ["*"]}
+`, []string{
+			`config.yaml:6:7: error: mcp_servers.github.tools.allow_list: key "allow_list" appears twice (first at config.yaml:5:7): Hangar reads only the last one, and the import refuses to drop either without a word` + "\n\tkeep one of the two, with every entry it should have",
+			`config.yaml:7:3: error: mcp_servers.github: key "github" appears twice (first at config.yaml:3:3)`,
+		}},
 		{"values of the wrong type", `
 mcp_servers:
   s:

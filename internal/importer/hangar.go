@@ -141,6 +141,7 @@ func (h *hangarImport) run(data []byte) {
 		h.errorf(root, "", "", "expected a mapping of configuration sections, found %s", kindName(root))
 		return
 	}
+	h.repeatedKeys(root, "", map[*yaml.Node]bool{})
 	known := append([]string{"mcp_servers", "providers", "tool_access", "ui_resources"}, hangarTop...)
 	var servers []pair
 	section := "mcp_servers"
@@ -360,6 +361,40 @@ func (h *hangarImport) patterns(n *yaml.Node, path string) []entry {
 		out = append(out, en)
 	}
 	return out
+}
+
+// repeatedKeys reports every key written twice in one mapping, anywhere in
+// the file. A YAML reader keeps one of the two values (Hangar's, the last)
+// and drops the other without a word; an import that did the same would
+// leave out rules the file shows.
+func (h *hangarImport) repeatedKeys(n *yaml.Node, path string, visited map[*yaml.Node]bool) {
+	n = deref(n)
+	if n == nil || visited[n] {
+		return
+	}
+	visited[n] = true
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			h.repeatedKeys(e, fmt.Sprintf("%s[%d]", path, i), visited)
+		}
+	case yaml.MappingNode:
+		first := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode || k.Value == "<<" && k.ShortTag() == "!!merge" {
+				h.repeatedKeys(n.Content[i+1], path, visited)
+				continue
+			}
+			if prev, ok := first[k.Value]; ok {
+				h.errorf(k, join(path, k.Value), "keep one of the two, with every entry it should have",
+					"key %q appears twice (first at %s): Hangar reads only the last one, and the import refuses to drop either without a word", k.Value, h.pos(prev))
+			} else {
+				first[k.Value] = k
+			}
+			h.repeatedKeys(n.Content[i+1], join(path, k.Value), visited)
+		}
+	}
 }
 
 // pair is a key and its value in a mapping.

@@ -12,11 +12,17 @@ import (
 // synced and renamed into place. On any error the temporary file is removed
 // and path is untouched.
 //
-// A path that exists and is not a regular file (/dev/null, /dev/stdout, a
-// named pipe) is written in place: renaming over it would replace the device
+// A directory is refused by name. A path that exists and is not a regular
+// file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would replace the device
 // or pipe with a file, and there is no partial file to guard against.
 func Write(path string, data []byte, perm os.FileMode) (err error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+	fi, statErr := os.Stat(path)
+	if statErr == nil && fi.IsDir() {
+		// Renaming a file over a directory fails with a word about the
+		// temporary file ("file exists"), not about path.
+		return fmt.Errorf("write %s: it is a directory; give the path of the file to write, in it or elsewhere", path)
+	}
+	if statErr == nil && !fi.Mode().IsRegular() {
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", path, err)

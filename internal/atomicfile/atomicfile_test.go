@@ -51,3 +51,23 @@ func TestWriteDevice(t *testing.T) {
 		t.Fatalf("%s changed: %v -> %v (%v)", os.DevNull, before.Mode(), after.Mode(), err)
 	}
 }
+
+// TestWriteDirectory: a directory is refused by its own name, and left as
+// it was, with no temporary file in or beside it.
+func TestWriteDirectory(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Write(dir, []byte("x"), 0o644)
+	if err == nil || err.Error() != "write "+dir+": it is a directory; give the path of the file to write, in it or elsewhere" {
+		t.Fatalf("error %v", err)
+	}
+	for _, d := range []string{parent, dir} {
+		entries, _ := os.ReadDir(d)
+		if d == parent && len(entries) != 1 || d == dir && len(entries) != 0 {
+			t.Fatalf("%s holds %v", d, entries)
+		}
+	}
+}

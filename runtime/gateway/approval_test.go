@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCanonicalJSON(t *testing.T) {
@@ -56,4 +57,28 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatal("fingerprint differs for equal bytes")
 		}
 	})
+}
+
+// Every held call that does not run is told why, with its approval request
+// and the instruction not to route around it, whatever its verdict: a call
+// cancelled or whose session ended before a decision included.
+func TestHeldText(t *testing.T) {
+	v := Verdict{RequestID: "apr-7", URL: "http://admin/approvals/apr-7", By: "carol", Reason: "no"}
+	for _, verdict := range []string{"denied", "timeout", "cancelled", "ended", "duplicate", "not_run"} {
+		got := heldText("github__merge_pull_request", verdict, time.Minute, v, nil)
+		if !strings.Contains(got, "(approval request apr-7)") || !strings.Contains(got, "Do not retry it") || strings.Contains(got, "<nil>") {
+			t.Errorf("%s: %q does not name the request and say not to retry", verdict, got)
+		}
+		if verdict != "duplicate" && !strings.Contains(got, dontRouteAround) {
+			t.Errorf("%s: %q does not tell the agent not to route around the refusal", verdict, got)
+		}
+	}
+	for verdict, want := range map[string]string{
+		"cancelled": "was cancelled before anyone decided, so it did not run",
+		"ended":     "its session ended before anyone decided, so it did not run",
+	} {
+		if got := heldText("github__merge_pull_request", verdict, time.Minute, v, nil); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want it to say %q", verdict, got, want)
+		}
+	}
 }

@@ -588,6 +588,10 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and no one decided within %s, so it did not run. %s; %s.", name, req, timeout, dontRouteAround, ask)
 	case "duplicate":
 		return fmt.Sprintf("policyc gateway: the call to %s was identical to another call held for the same approval%s, which was approved once: that call ran, and this one did not. Do not retry it: the approved call has run once already.", name, req)
+	case "cancelled":
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and was cancelled before anyone decided, so it did not run. %s; tell the user.", name, req, dontRouteAround)
+	case "ended":
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and its session ended before anyone decided, so it did not run. %s; tell the user.", name, req, dontRouteAround)
 	case "not_run":
 		why := ""
 		if v.Reason != "" {

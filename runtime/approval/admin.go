@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -274,7 +275,9 @@ func readBody(r *http.Request, v any) error {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return nil
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+	if ct := r.Header.Get("Content-Type"); ct == "" {
+		return apiError(http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
+	} else if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return apiError(http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json), not %s", ct)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))

@@ -157,6 +157,43 @@ func TestAdminAPI(t *testing.T) {
 	}
 }
 
+// A body is a decision only when it is sent as JSON: without a
+// Content-Type, or with another one, it is refused (415). No body needs none.
+func TestAdminAPIContentType(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	ch := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":7}`))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	post := func(contentType, body string) (int, ErrorBody) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/requests/"+r.ID+"/deny", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+carolToken)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "application/json-seq"} {
+		if st, e := post(ct, `{"reason":"no"}`); st != http.StatusUnsupportedMediaType || e.Status != st || !strings.Contains(e.Error, "Content-Type: application/json") {
+			t.Errorf("a body sent with Content-Type %q: %d %q, want 415", ct, st, e.Error)
+		}
+	}
+	still(t, ch)
+	if st, e := post("application/json; charset=utf-8", `{"reason":"no"}`); st != 200 {
+		t.Fatalf("a JSON body: %d %q", st, e.Error)
+	}
+	if h := recv(t, ch); h.o.Answer != AnswerDenied {
+		t.Fatal(h.o.Answer)
+	}
+}
+
 func TestAdminTokens(t *testing.T) {
 	g := openGate(t, "", nil)
 	if _, err := g.AdminHandler(AdminOptions{}); err == nil || !strings.Contains(err.Error(), "no approver tokens") {

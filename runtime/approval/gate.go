@@ -519,7 +519,10 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 	}
 	key := foldKey{KindTool, c.Principal, c.Server, c.Tool, fp}
 	e := g.pending[key]
-	if e == nil {
+	var w *waiter
+	if e != nil {
+		w = g.joinLocked(e, ctx)
+	} else {
 		ch, err := g.channel(c.Channel)
 		if err != nil {
 			g.mu.Unlock()
@@ -533,12 +536,11 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 		if g.cfg.Servers[c.Server].NoPreview {
 			r.Preview, r.PreviewOff = nil, true
 		}
-		if e, err = g.createLocked(ctx, r, key, c.Timeout, now, ch); err != nil {
+		if e, w, err = g.createLocked(ctx, r, key, c.Timeout, now, ch); err != nil {
 			g.mu.Unlock()
 			return Outcome{}, err
 		}
 	}
-	w := g.joinLocked(e, ctx)
 	g.mu.Unlock()
 	return g.wait(e, w, c.Progress, c.Recheck), nil
 }
@@ -575,7 +577,10 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 	}
 	key := foldKey{KindConsent, c.Principal, c.Server, c.URI, ""}
 	e := g.pending[key]
-	if e == nil {
+	var w *waiter
+	if e != nil {
+		w = g.joinLocked(e, ctx)
+	} else {
 		ch, err := g.channel(c.Channel)
 		if err != nil {
 			g.mu.Unlock()
@@ -585,12 +590,11 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 			Kind: KindConsent, Principal: c.Principal, Server: c.Server, URI: c.URI, Channel: ch.Name,
 			Client: c.Client, Session: c.Session, TableSerial: c.TableSerial, TableDigest: c.TableDigest,
 		}
-		if e, err = g.createLocked(ctx, r, key, g.cfg.ConsentWait, now, ch); err != nil {
+		if e, w, err = g.createLocked(ctx, r, key, g.cfg.ConsentWait, now, ch); err != nil {
 			g.mu.Unlock()
 			return false, Outcome{}, err
 		}
 	}
-	w := g.joinLocked(e, ctx)
 	g.mu.Unlock()
 	o := g.wait(e, w, nil, nil)
 	return o.Answer == AnswerRun, o, nil
@@ -611,10 +615,12 @@ func (g *Gate) channel(ch Channel) (Channel, error) {
 	return ch, nil
 }
 
-// createLocked makes, records and announces a new pending request.
-func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout time.Duration, now time.Time, ch Channel) (*entry, error) {
+// createLocked makes, records and announces a new pending request, with
+// the call that made it (ctx is its context) held for it: the request is
+// recorded counting that call.
+func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout time.Duration, now time.Time, ch Channel) (*entry, *waiter, error) {
 	if err := g.store.failed(); err != nil {
-		return nil, fmt.Errorf("the approval store cannot record requests: %w", err)
+		return nil, nil, fmt.Errorf("the approval store cannot record requests: %w", err)
 	}
 	if timeout <= 0 {
 		timeout = 300 * time.Second
@@ -629,10 +635,12 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 	if ch.Kind == ChannelWebhook {
 		r.Delivery = &Delivery{State: "sending"}
 	}
+	r.Calls = 1
 	if err := g.store.put(&r, r.event(now, "requested", Approver{}, "")); err != nil {
-		return nil, fmt.Errorf("the approval request could not be recorded, so it was not made: %w", err)
+		return nil, nil, fmt.Errorf("the approval request could not be recorded, so it was not made: %w", err)
 	}
-	e := &entry{r: r}
+	w := newWaiter(ctx)
+	e := &entry{r: r, waiters: []*waiter{w}}
 	g.reqs[r.ID] = e
 	g.pending[key] = e
 	e.timer = time.AfterFunc(r.Expires.Sub(now), func() {
@@ -651,11 +659,17 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 		}()
 	}
 	g.changedLocked()
-	return e, nil
+	return e, w, nil
 }
 
+func newWaiter(ctx context.Context) *waiter {
+	return &waiter{sig: make(chan signal, 1), ctx: ctx}
+}
+
+// joinLocked holds a call (ctx is its context) for the pending request e,
+// which counts it.
 func (g *Gate) joinLocked(e *entry, ctx context.Context) *waiter {
-	w := &waiter{sig: make(chan signal, 1), ctx: ctx}
+	w := newWaiter(ctx)
 	e.waiters = append(e.waiters, w)
 	e.r.Calls++
 	g.changedLocked()

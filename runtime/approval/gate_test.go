@@ -439,6 +439,10 @@ func TestRestart(t *testing.T) {
 	if !ok || got.Status != Expired || !strings.Contains(got.End, "gateway stopped") {
 		t.Fatalf("pending request after restart: %+v", got)
 	}
+	// It was recorded with the call that made it.
+	if got.Calls != 1 {
+		t.Errorf("the pending request was recorded with %d calls, want 1", got.Calls)
+	}
 	_, err := g2.Decide(pending.ID, VerdictApprove, ForOnce, "", Approver{Name: "carol"})
 	wantErr(t, err, ErrExpired, "expired")
 	if d, _ := g2.Get(denied.ID); d.Status != Denied || d.Decision.By != "carol" {

@@ -109,14 +109,20 @@ Examples:
 			if err != nil {
 				return failuref("encode table: %v", err)
 			}
-			env, signed, err := sign.seal(b, c.ErrOrStderr())
+			env, signed, done, err := sign.seal(b, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			if signed {
 				b = env
 			}
-			return writeOutput(c.OutOrStdout(), out, b, 0o644)
+			if err := writeOutput(c.OutOrStdout(), out, b, 0o644); err != nil {
+				return err
+			}
+			if signed {
+				fmt.Fprintln(c.ErrOrStderr(), done)
+			}
+			return nil
 		},
 	}
 	sign = addSignFlags(c.Flags())

@@ -719,6 +719,11 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 					bad(key+".dir", fmt.Sprintf("%s is not a directory", u.Dir), "")
 				}
 			}
+			if slices.ContainsFunc(u.Command, func(a string) bool { return strings.ContainsRune(a, 0) }) {
+				// The start would fail, and be retried, forever.
+				bad(key+".command", "an argument contains a NUL character, which no program argument can hold", "remove it")
+				continue
+			}
 			prog, err := findProgram(u.Command[0], dir)
 			if err != nil {
 				bad(key+".command", err.Error(), "install it, or give its full path")
@@ -738,6 +743,10 @@ func readGatewayConfig(o gatewayOptions, stderr io.Writer) (*gatewaySetup, error
 			}
 			sort.Strings(envNames)
 			for _, k := range envNames {
+				if strings.ContainsRune(u.Env[k], 0) {
+					// The value is not repeated: it may be a secret.
+					bad(key+".env."+k, "the value contains a NUL character, which no environment variable can hold", "remove it")
+				}
 				up.Env = append(up.Env, k+"="+u.Env[k])
 			}
 			s.kinds[name] = "stdio: " + u.Command[0]

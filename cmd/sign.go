@@ -74,12 +74,13 @@ Examples:
 				return failuref("%s is empty: nothing to sign", args[0])
 			}
 			var signed []byte
+			var done string // said once the envelope is written
 			env, err := envelope.Parse(in)
 			switch {
 			case err == nil:
-				signed, err = o.addSignature(env, key, args[0], c.ErrOrStderr())
+				signed, done, err = o.addSignature(env, key, args[0])
 			case errors.Is(err, envelope.ErrNotEnvelope):
-				signed, err = o.sealWith(in, key, args[0], c.ErrOrStderr())
+				signed, done, err = o.sealWith(in, key, args[0], c.ErrOrStderr())
 			case json.Valid(in):
 				// An envelope, but a broken one.
 				err = withCode(ExitBadSignature, fmt.Errorf("%s: %w", args[0], err))
@@ -89,7 +90,11 @@ Examples:
 			if err != nil {
 				return err
 			}
-			return writeOutput(c.OutOrStdout(), out, signed, 0o644)
+			if err := writeOutput(c.OutOrStdout(), out, signed, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.ErrOrStderr(), done)
+			return nil
 		},
 	}
 	o = newSignOptions(c.Flags(), "key", "key-env")
@@ -126,31 +131,33 @@ func addSignFlags(fs *pflag.FlagSet) *signOptions {
 // returns the DSSE envelope to write instead of the table; enabled is false
 // (and the table is to be written as it is) when no key was given. Errors
 // carry their exit codes; on error nothing must be written.
-func (o *signOptions) seal(tableBytes []byte, stderr io.Writer) (envelopeBytes []byte, enabled bool, err error) {
+func (o *signOptions) seal(tableBytes []byte, stderr io.Writer) (envelopeBytes []byte, enabled bool, done string, err error) {
 	if o.keyFile == "" && o.keyEnv == "" {
 		if o.expires != "" {
-			return nil, false, usageErrorf("--expires needs --%s or --%s: only a signed table carries an expiry", o.keyFlag, o.envFlag)
+			return nil, false, "", usageErrorf("--expires needs --%s or --%s: only a signed table carries an expiry", o.keyFlag, o.envFlag)
 		}
-		return nil, false, nil
+		return nil, false, "", nil
 	}
 	key, err := o.key()
 	if err != nil {
-		return nil, true, err
+		return nil, true, "", err
 	}
-	b, err := o.sealWith(tableBytes, key, "the table", stderr)
-	return b, true, err
+	b, done, err := o.sealWith(tableBytes, key, "the table", stderr)
+	return b, true, done, err
 }
 
 // sealWith wraps a bare table in a new envelope signed by key, setting the
-// expiry first when asked.
-func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, stderr io.Writer) ([]byte, error) {
+// expiry first when asked. It returns what to say once the envelope is
+// written: saying it before would claim a table signed that a failed write
+// then leaves unwritten. Warnings go to stderr at once.
+func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, stderr io.Writer) ([]byte, string, error) {
 	src, err := table.Decode(in)
 	if err != nil {
 		var fe *table.FormatError
 		if errors.As(err, &fe) && fe.Found != "" {
-			return nil, withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
+			return nil, "", withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
 		}
-		return nil, failuref("%s is not a valid decision table: %v", name, err)
+		return nil, "", failuref("%s is not a valid decision table: %v", name, err)
 	}
 	if src.Source.Dirty {
 		fmt.Fprintf(stderr, "warning: %s was compiled from a work tree with uncommitted policy changes; a table for gateways should come from 'policyc compile --rev'\n", name)
@@ -159,11 +166,11 @@ func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, s
 	if o.expires != "" {
 		exp, err := parseExpiry(o.expires, o.now())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		src.Expires = exp.Format(time.RFC3339)
 		if payload, err = table.Encode(src); err != nil {
-			return nil, failuref("encode table: %v", err)
+			return nil, "", failuref("encode table: %v", err)
 		}
 	}
 	env := &envelope.Envelope{PayloadType: table.PayloadType, Payload: payload}
@@ -172,42 +179,41 @@ func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, s
 	if src.Expires != "" {
 		expiry = "expires " + src.Expires
 	}
-	fmt.Fprintf(stderr, "signed table %s (serial %d, %s) with key %s\n", src.Digest, src.Serial, expiry, env.Signatures[0].KeyID)
-	return env.Marshal(), nil
+	return env.Marshal(), fmt.Sprintf("signed table %s (serial %d, %s) with key %s", src.Digest, src.Serial, expiry, env.Signatures[0].KeyID), nil
 }
 
 // addSignature adds key's signature to a signed envelope, leaving the
-// payload and the other signatures as they are.
-func (o *signOptions) addSignature(env *envelope.Envelope, key ed25519.PrivateKey, name string, stderr io.Writer) ([]byte, error) {
+// payload and the other signatures as they are. Like sealWith, it returns
+// what to say once the envelope is written.
+func (o *signOptions) addSignature(env *envelope.Envelope, key ed25519.PrivateKey, name string) ([]byte, string, error) {
 	if env.PayloadType != table.PayloadType {
-		return nil, withCode(ExitWrongType, fmt.Errorf("%s is an envelope of payloadType %q, not a policyc decision table (%q); refusing to sign it", name, env.PayloadType, table.PayloadType))
+		return nil, "", withCode(ExitWrongType, fmt.Errorf("%s is an envelope of payloadType %q, not a policyc decision table (%q); refusing to sign it", name, env.PayloadType, table.PayloadType))
 	}
 	if o.expires != "" {
-		return nil, usageErrorf("%s is already signed: its expiry is part of the signed payload, so changing it would void the signatures it carries. Sign the bare table again with --expires, with every key that must sign it", name)
+		return nil, "", usageErrorf("%s is already signed: its expiry is part of the signed payload, so changing it would void the signatures it carries. Sign the bare table again with --expires, with every key that must sign it", name)
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	id := envelope.KeyID(pub)
 	msg := envelope.PAE(env.PayloadType, env.Payload)
 	for _, s := range env.Signatures {
 		if ed25519.Verify(pub, msg, s.Sig) {
-			fmt.Fprintf(stderr, "%s is already signed by key %s; envelope unchanged\n", name, id)
-			return env.Marshal(), nil
+			return env.Marshal(), fmt.Sprintf("%s is already signed by key %s; envelope unchanged", name, id), nil
 		}
 		if s.KeyID == id {
-			return nil, withCode(ExitBadSignature, fmt.Errorf("%s has a signature claiming key %s that does not verify: the payload or the signature was altered; refusing to countersign it", name, id))
+			return nil, "", withCode(ExitBadSignature, fmt.Errorf("%s has a signature claiming key %s that does not verify: the payload or the signature was altered; refusing to countersign it", name, id))
 		}
 	}
 	src, err := table.Decode(env.Payload)
 	if err != nil {
 		var fe *table.FormatError
 		if errors.As(err, &fe) && fe.Found != "" {
-			return nil, withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
+			return nil, "", withCode(ExitUnknownFormat, fmt.Errorf("%s: %w", name, err))
 		}
-		return nil, failuref("%s: the signed payload is not a valid decision table: %v", name, err)
+		return nil, "", failuref("%s: the signed payload is not a valid decision table: %v", name, err)
 	}
 	env.Sign(key)
-	fmt.Fprintf(stderr, "added a signature by key %s to table %s (serial %d); %d signatures\n", id, src.Digest, src.Serial, len(env.Signatures))
-	return env.Marshal(), nil
+	done := fmt.Sprintf("added a signature by key %s to table %s (serial %d); %d signatures", id, src.Digest, src.Serial, len(env.Signatures))
+	return env.Marshal(), done, nil
 }
 
 // key reads the private key from the file or the environment variable.

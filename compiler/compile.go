@@ -67,6 +67,9 @@ type compilation struct {
 	// or !), and markedAt where: each is reported once.
 	markedKeys map[string]bool
 	markedAt   map[Position]bool
+	// badImports are the imports checkImports reported: CUE's later
+	// error at each use of them is not reported again.
+	badImports map[string]bool
 	diags      []Diagnostic
 }
 

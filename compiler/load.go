@@ -150,11 +150,52 @@ func invalidUTF8Pos(f File) Position {
 func (c *compilation) instance(p *parsed, report bool) *build.Instance {
 	inst := build.NewContext().NewInstance("", nil)
 	for _, f := range p.files {
+		if report {
+			c.checkImports(f)
+		}
 		if err := inst.AddSyntax(f); err != nil && report {
 			c.cueErrors(err, CodeSyntax)
 		}
 	}
 	return inst
+}
+
+// importErrRE is CUE's error at an import it cannot find, and at each use
+// of it.
+var importErrRE = regexp.MustCompile(`^(?:package ("[^"]*") imported but not defined in|import ("[^"]*") not found$)`)
+
+// reportedImport says whether msg is CUE's error about an import that
+// checkImports has reported.
+func (c *compilation) reportedImport(msg string) bool {
+	m := importErrRE.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	path, err := strconv.Unquote(m[1] + m[2])
+	return err == nil && c.badImports[path]
+}
+
+// checkImports reports each import of f that is not of CUE's standard
+// library: the sources are read as one package, without a module, so
+// nothing else can be found. CUE's own error for it is cut short.
+func (c *compilation) checkImports(f *ast.File) {
+	for spec := range f.ImportSpecs() {
+		path, err := strconv.Unquote(spec.Path.Value)
+		if err != nil {
+			continue // CUE reports it
+		}
+		first, _, _ := strings.Cut(path, "/")
+		if !strings.Contains(first, ".") {
+			continue // a standard library name; CUE says if there is no such package
+		}
+		if c.badImports == nil {
+			c.badImports = map[string]bool{}
+		}
+		c.badImports[path] = true
+		c.add(Diagnostic{Pos: posOf(spec.Path.Pos()), Code: CodeType, Severity: Error,
+			Message:    fmt.Sprintf("import %q: the files of package %s are read without a CUE module, so only CUE's standard library can be imported (\"strings\", \"list\", ...)", path, c.pkg),
+			Suggestion: "write what it defines in a .cue file of the directory (package " + c.pkg + "), or remove the import"})
+	}
 }
 
 // cueErrors turns CUE errors into diagnostics (see cueErrorList).
@@ -228,6 +269,9 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		dotted := joinPath(path)
 		if seen[dotted+"\x00"+msg] {
 			continue // the sources alone and checked against the schema give some errors twice
+		}
+		if c.reportedImport(msg) {
+			continue // reported at the import by checkImports
 		}
 		seen[dotted+"\x00"+msg] = true
 		var user []token.Pos

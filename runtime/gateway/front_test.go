@@ -175,17 +175,17 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 }
 
-// TestServeIOStopAnswersCallsRead: when the stdio front is told to stop,
-// a call it has read and not yet answered still gets its answer before the
-// session ends. Here the call is held for approval, and the gate answers it
-// when it is closed, as the command closes it on SIGINT or SIGTERM.
-func TestServeIOStopAnswersCallsRead(t *testing.T) {
-	held, closed := make(chan struct{}), make(chan struct{})
+// heldCallSession starts a gateway whose gate holds every call until
+// release is closed (and then times it out), opens a stdio session for
+// alice, and returns it once its call id 7 is held.
+func heldCallSession(t *testing.T, release <-chan struct{}) *rawClient {
+	t.Helper()
+	held := make(chan struct{})
 	tg := startGateway(t, func(c *Config) {
 		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
 		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
 			close(held)
-			<-closed
+			<-release
 			return Verdict{Outcome: OutcomeTimedOut}, nil
 		})
 	})
@@ -196,6 +196,16 @@ func TestServeIOStopAnswersCallsRead(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call was not held")
 	}
+	return c
+}
+
+// TestServeIOStopAnswersCallsRead: when the stdio front is told to stop,
+// a call it has read and not yet answered still gets its answer before the
+// session ends. Here the call is held for approval, and the gate answers it
+// when it is closed, as the command closes it on SIGINT or SIGTERM.
+func TestServeIOStopAnswersCallsRead(t *testing.T) {
+	closed := make(chan struct{})
+	c := heldCallSession(t, closed)
 	stopped := time.Now()
 	c.stop()
 	close(closed)
@@ -653,22 +663,8 @@ func TestServeIOIDs(t *testing.T) {
 		}
 	}
 
-	held, release := make(chan struct{}), make(chan struct{})
-	tg := startGateway(t, func(c *Config) {
-		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
-		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
-			close(held)
-			<-release
-			return Verdict{Outcome: OutcomeTimedOut}, nil
-		})
-	})
-	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
-	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call was not held")
-	}
+	release := make(chan struct{})
+	c := heldCallSession(t, release)
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
 	if answer := string(c.next()); answer != `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id 7 is the id of a call not yet answered; give each call an id of its own"}}` {
 		t.Fatalf("the repeated id was answered %s", answer)

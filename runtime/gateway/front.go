@@ -449,6 +449,13 @@ func (c *lineConn) noteVersion(resp *jsonrpc.Response) {
 func decodeMessage(b []byte) (jsonrpc.Message, error) {
 	m, err := jsonrpc.DecodeMessage(b)
 	if err != nil {
+		// A number the SDK cannot read as an id (1e400) is refused as
+		// any other id it would not answer as written.
+		if lit := rawID(b); len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+			if ierr := integerIDError(lit); ierr != nil {
+				return nil, ierr
+			}
+		}
 		return nil, err
 	}
 	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "" {
@@ -491,7 +498,12 @@ func checkIntegerID(m jsonrpc.Message, b []byte) error {
 	if _, ok := id.Raw().(int64); !ok {
 		return nil
 	}
-	lit := rawID(b)
+	return integerIDError(rawID(b))
+}
+
+// integerIDError says why the numeric id lit cannot be answered as
+// written, or is nil when it can.
+func integerIDError(lit []byte) error {
 	if integerLiteral.Match(lit) {
 		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil && n >= -maxExactID && n <= maxExactID {
 			return nil

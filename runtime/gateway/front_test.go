@@ -645,7 +645,7 @@ func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
 // call is still answered under its id.
 func TestServeIOIDs(t *testing.T) {
 	for _, tc := range []struct{ id, want string }{
-		{`1.5`, `null`}, {`1e30`, `null`}, {`1E2`, `null`}, {`9007199254740993`, `null`}, {`-9007199254740992`, `null`},
+		{`1.5`, `null`}, {`1e30`, `null`}, {`1E2`, `null`}, {`1e400`, `null`}, {`-1e400`, `null`}, {`9007199254740993`, `null`}, {`-9007199254740992`, `null`},
 	} {
 		_, _, reply := parseLine([]byte(`{"jsonrpc":"2.0","id":`+tc.id+`,"method":"tools/list"}`), false)
 		var resp struct {

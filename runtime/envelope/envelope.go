@@ -78,6 +78,9 @@ func malformed(format string, args ...any) error {
 // (payloadType, payload, signatures, and sig in each signature) must be
 // present, and nothing may follow the envelope but whitespace.
 func Parse(b []byte) (*Envelope, error) {
+	if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) {
+		return nil, malformed("the file starts with a byte order mark (U+FEFF), which JSON does not allow: an editor or a tool re-saved it; use the file as policyc wrote it")
+	}
 	s := &scanner{b: b}
 	e := &Envelope{}
 	var hasType, hasPayload, hasSigs bool

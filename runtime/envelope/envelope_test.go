@@ -127,6 +127,7 @@ func TestParseRefusals(t *testing.T) {
 		"keyid not string":       fmt.Sprintf(`{"payload":"aGk=","payloadType":"t","signatures":[{"keyid":1,"sig":%q}]}`, sig),
 		"no envelope fields":     `{"format":"policyc.table/v1"}`,
 		"invalid json in object": `{"payload":"aGk=",}`,
+		"byte order mark":        "\xef\xbb\xbf" + ok,
 	}
 	for name, doc := range cases {
 		t.Run(name, func(t *testing.T) {

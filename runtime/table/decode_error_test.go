@@ -1,9 +1,12 @@
 package table_test
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -33,5 +36,30 @@ func TestDecodeErrorWords(t *testing.T) {
 		if msg := err.Error(); strings.Contains(msg, "\n") || strings.Contains(msg, "Go value") || strings.Contains(msg, "table.Table") {
 			t.Errorf("%s: internal words or input in %q", c.name, msg)
 		}
+	}
+}
+
+// A table an editor or git re-saved says how: a byte order mark in front,
+// or CRLF line endings (git's core.autocrlf), which break the canonical
+// form the digest and signatures cover.
+func TestDecodeResavedTable(t *testing.T) {
+	files, err := compiler.ReadDir("../../examples/team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := compiler.Compile(compiler.Input{Files: files, Source: table.Source{PolicyPath: "examples/team"}})
+	good, err := table.Encode(res.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Decode(good); err != nil {
+		t.Fatalf("the table as written: %v", err)
+	}
+	if _, err := table.Decode(append([]byte("\xef\xbb\xbf"), good...)); err == nil || !strings.Contains(err.Error(), "byte order mark (U+FEFF)") {
+		t.Errorf("with a byte order mark: %v", err)
+	}
+	crlf := bytes.ReplaceAll(good, []byte("\n"), []byte("\r\n"))
+	if _, err := table.Decode(crlf); !errors.Is(err, table.ErrNotCanonical) || !strings.Contains(err.Error(), "CRLF") {
+		t.Errorf("with CRLF line endings: %v", err)
 	}
 }

@@ -99,10 +99,15 @@ func (c *compilation) parseFiles(files []File) *parsed {
 		}
 		tree, err := parser.ParseFile(f.Name, f.Data, parser.ParseComments)
 		if err != nil {
+			// One problem per place: the scanner reports a NUL outside
+			// a string twice ("NUL", then "U+0000").
+			at := map[Position]bool{}
 			for _, e := range cueerrors.Errors(err) {
 				format, args := e.Msg()
-				c.add(Diagnostic{Pos: posOf(e.Position()), Code: CodeSyntax, Severity: Error,
-					Message: fmt.Sprintf(format, args...)})
+				if pos := posOf(e.Position()); !at[pos] {
+					at[pos] = true
+					c.add(Diagnostic{Pos: pos, Code: CodeSyntax, Severity: Error, Message: fmt.Sprintf(format, args...)})
+				}
 			}
 			continue
 		}

@@ -38,3 +38,16 @@ front: stdio: principal: "dev"
 		})
 	}
 }
+
+// A syntax problem is reported once at its place: the scanner names a NUL
+// outside a string twice.
+func TestSyntaxErrorOncePerPlace(t *testing.T) {
+	res := Compile(Input{Files: []File{{Name: "a.cue", Data: []byte("package policy\n\nx\x00: 1\n")}}})
+	var got []string
+	for _, d := range res.Diagnostics {
+		got = append(got, d.Format(""))
+	}
+	if len(got) != 1 || got[0] != "a.cue:3:2: error[syntax-error]: illegal character NUL" {
+		t.Errorf("diagnostics %q, want the NUL once", got)
+	}
+}

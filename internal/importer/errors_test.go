@@ -133,6 +133,7 @@ func TestClaudeCodeRefusals(t *testing.T) {
 		{"not JSON, a missing colon", "{\n  \"permissions\" {}\n}", []string{"settings.json:2:17: error: not valid JSON: invalid character '{' after object key"}},
 		{"not JSON, a bad escape", `{"permissions": {"allow": ["mcp__\q"]}}`, []string{`settings.json:1:35: error: not valid JSON: invalid character 'q' in string escape code`}},
 		{"duplicate key", `{"permissions": {}, "permissions": {}}`, []string{`settings.json:1:21: error: key "permissions" appears twice (first at settings.json:1:2)`}},
+		{"not UTF-8", "{\"permissions\": {\n  \"allow\": [\"mcp__github__get\xff\"]}}", []string{`settings.json:2:30: error: not valid UTF-8 here: JSON text is UTF-8; save the file as UTF-8`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ClaudeCode("settings.json", []byte(tc.src))

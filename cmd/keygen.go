@@ -56,9 +56,12 @@ Examples:
 					return failuref("--out %s: %s is not a directory", out, dir)
 				}
 			}
+			exists := func(p string) error {
+				return usageErrorf("%s already exists: keygen never overwrites a key; choose another --out name, or remove the old key yourself if you mean to replace it", p)
+			}
 			for _, p := range []string{keyPath, pubPath} {
 				if _, err := os.Lstat(p); err == nil {
-					return usageErrorf("%s already exists: keygen never overwrites a key; choose another --out name, or remove the old key yourself if you mean to replace it", p)
+					return exists(p)
 				} else if !errors.Is(err, fs.ErrNotExist) {
 					return failuref("%v", err)
 				}
@@ -75,12 +78,19 @@ Examples:
 			if err != nil {
 				return failuref("encode public key: %v", err)
 			}
-			if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
+			// Created, never replaced: a key made meanwhile by another
+			// run is not overwritten either.
+			if err := atomicfile.Create(keyPath, keyPEM, 0o600); errors.Is(err, fs.ErrExist) {
+				return exists(keyPath)
+			} else if err != nil {
 				return failuref("%v", err)
 			}
-			if err := atomicfile.Write(pubPath, pubPEM, 0o644); err != nil {
+			if err := atomicfile.Create(pubPath, pubPEM, 0o644); err != nil {
 				// Leave no half pair behind.
 				os.Remove(keyPath)
+				if errors.Is(err, fs.ErrExist) {
+					return exists(pubPath)
+				}
 				return failuref("%v", err)
 			}
 			fmt.Fprintf(c.ErrOrStderr(), "wrote %s (private: keep it secret, e.g. as a CI secret) and %s (public: give it to gateways)\n", keyPath, pubPath)

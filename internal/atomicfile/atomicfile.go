@@ -15,7 +15,7 @@ import (
 // A directory is refused by name. A path that exists and is not a regular
 // file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would replace the device
 // or pipe with a file, and there is no partial file to guard against.
-func Write(path string, data []byte, perm os.FileMode) (err error) {
+func Write(path string, data []byte, perm os.FileMode) error {
 	fi, statErr := os.Stat(path)
 	if statErr == nil && fi.IsDir() {
 		// Renaming a file over a directory fails with a word about the
@@ -33,6 +33,27 @@ func Write(path string, data []byte, perm os.FileMode) (err error) {
 		}
 		return f.Close()
 	}
+	return place(path, data, perm, os.Rename)
+}
+
+// Create is Write for a file that must not exist yet: the whole file
+// appears at path, or nothing does, and a file that exists there, even
+// one made a moment before, is never replaced (the error wraps
+// fs.ErrExist). The temporary file is linked into place, which fails where
+// something exists, instead of renamed over it.
+func Create(path string, data []byte, perm os.FileMode) error {
+	return place(path, data, perm, func(tmp, path string) error {
+		if err := os.Link(tmp, path); err != nil {
+			return err
+		}
+		os.Remove(tmp) // the file is in place; a leftover link is harmless
+		return nil
+	})
+}
+
+// place writes data to a synced temporary file beside path and puts it in
+// place with put; on any error the temporary file is removed.
+func place(path string, data []byte, perm os.FileMode, put func(tmp, path string) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -60,7 +81,7 @@ func Write(path string, data []byte, perm os.FileMode) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err = put(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,5 +71,37 @@ func TestWriteDirectory(t *testing.T) {
 		if d == parent && len(entries) != 1 || d == dir && len(entries) != 0 {
 			t.Fatalf("%s holds %v", d, entries)
 		}
+	}
+}
+
+// Create puts a whole new file in place, and never replaces one that
+// exists, whatever it is; nothing temporary is left either way.
+func TestCreateNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ci.key")
+	if err := Create(path, []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("created file: %v %v", fi, err)
+	}
+	if err := Create(path, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over an existing file: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "first" {
+		t.Fatalf("the existing file now holds %q", b)
+	}
+	link := filepath.Join(dir, "dangling.key")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Create(link, []byte("x"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over a dangling link: %v, want fs.ErrExist", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("Create wrote through a link")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }

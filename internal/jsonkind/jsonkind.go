@@ -5,8 +5,9 @@ package jsonkind
 import "reflect"
 
 // Of names the JSON value a value of type t decodes from: "an object", "an
-// array", "a string", "true or false", "an integer" or "a number"; a nil
-// type, or one of another kind, is "another value".
+// array", "a string", "true or false", "an integer", "an integer of 0 or
+// more" (unsigned) or "a number"; a nil type, or one of another kind, is
+// "another value".
 func Of(t reflect.Type) string {
 	if t == nil {
 		return "another value"
@@ -23,9 +24,10 @@ func Of(t reflect.Type) string {
 		return "a string"
 	case reflect.Bool:
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer of 0 or more"
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	}

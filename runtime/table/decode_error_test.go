@@ -21,7 +21,8 @@ func TestDecodeErrorWords(t *testing.T) {
 		{"empty", "", "not a decision table: the file is empty"},
 		{"truncated", "{\n  \"format\": \"policyc.table/v1\",\n", "not a decision table: the JSON ends early, at line 3, column 1 (a truncated file?)"},
 		{"array", "[]\n", "not a decision table: the file holds a JSON array where the table has an object"},
-		{"wrong field type", `{"format": "policyc.table/v1", "serial": "7"}`, `not a decision table: field "serial" holds a JSON string where the table has an integer`},
+		{"wrong field type", `{"format": "policyc.table/v1", "serial": "7"}`, `not a decision table: field "serial" holds a JSON string where the table has an integer of 0 or more`},
+		{"negative serial", `{"format": "policyc.table/v1", "serial": -1}`, `not a decision table: field "serial" holds a JSON number -1 where the table has an integer of 0 or more`},
 		{"unknown field", `{"format": "policyc.table/v1", "bogus": 1}`, `not a decision table: unknown field "bogus"`},
 	}
 	for _, c := range cases {

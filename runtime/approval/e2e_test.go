@@ -437,7 +437,7 @@ func TestGatewayTimeout(t *testing.T) {
 		t.Fatalf("requests %+v", list)
 	}
 	text := resultText(res)
-	for _, want := range []string{"no one decided within 1s", "approval request " + list[0].ID, "http://approvals.test/approvals/" + list[0].ID, "not with other arguments either"} {
+	for _, want := range []string{"no one decided before the request expired, 1s after it was made", "approval request " + list[0].ID, "http://approvals.test/approvals/" + list[0].ID, "not with other arguments either"} {
 		if !res.IsError || !strings.Contains(text, want) {
 			t.Errorf("timeout text lacks %q: %s", want, text)
 		}

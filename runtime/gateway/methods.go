@@ -578,14 +578,16 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 		if v.Reason != "" {
 			return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s, and the hold ended before anyone decided: %s. It did not run. %s; tell the user.", name, req, v.Reason, dontRouteAround)
 		}
-		ask := "ask the user to have it approved"
-		if v.RequestID != "" {
-			ask = "tell the user that approval request " + v.RequestID + " was not decided in time"
-			if v.URL != "" {
-				ask += " (" + v.URL + ")"
-			}
+		if v.RequestID == "" {
+			return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval and no one decided within %s, so it did not run. %s; ask the user to have it approved.", name, timeout, dontRouteAround)
 		}
-		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and no one decided within %s, so it did not run. %s; %s.", name, req, timeout, dontRouteAround, ask)
+		ask := "tell the user that approval request " + v.RequestID + " was not decided in time"
+		if v.URL != "" {
+			ask += " (" + v.URL + ")"
+		}
+		// The request's time, not the call's: a call that joined a
+		// pending request waited only for what was left of it.
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and no one decided before the request expired, %s after it was made, so it did not run. %s; %s.", name, req, timeout, dontRouteAround, ask)
 	case "duplicate":
 		return fmt.Sprintf("policyc gateway: the call to %s was identical to another call held for the same approval%s, which was approved once: that call ran, and this one did not. Do not retry it: the approved call has run once already.", name, req)
 	case "cancelled":

@@ -1,35 +1,57 @@
-// Usage: node approval.mjs CONFIG APPROVER_TOKEN
+// Usage: node approval.mjs stdio CONFIG APPROVER_TOKEN
+//        node approval.mjs http CONFIG APPROVER_TOKEN CLIENT_TOKEN
 //
-// Starts `policyc gateway --config CONFIG` (policyc from PATH) over stdio
-// and makes tool calls the policy holds for approval with the TypeScript MCP
-// SDK's client, while a human is played through the gateway's admin API
-// (its address is read from the gateway's log, so CONFIG may listen on port
-// 0). Prints what the client and the API saw as JSON.
+// Starts `policyc gateway --config CONFIG` (policyc from PATH) and makes
+// tool calls the policy holds for approval with the TypeScript MCP SDK's
+// client, over the stdio front or over the streamable HTTP front with the
+// bearer CLIENT_TOKEN, while a human is played through the gateway's admin
+// API. Addresses are read from the gateway's log, so CONFIG may listen on
+// port 0. Prints what the client and the API saw as JSON.
+import { spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createInterface } from "node:readline";
 
-const [config, approverToken] = process.argv.slice(2);
-if (!config || !approverToken) {
-  console.error("usage: node approval.mjs CONFIG APPROVER_TOKEN");
+const [mode, config, approverToken, clientToken] = process.argv.slice(2);
+if (!["stdio", "http"].includes(mode) || !config || !approverToken || (mode === "http" && !clientToken)) {
+  console.error("usage: node approval.mjs stdio|http CONFIG APPROVER_TOKEN [CLIENT_TOKEN]");
   process.exit(2);
 }
 
-const transport = new StdioClientTransport({ command: "policyc", args: ["gateway", "--config", config], stderr: "pipe" });
-const adminAddress = new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error("the admin listener did not serve within 60 s")), 60_000);
-  createInterface({ input: transport.stderr }).on("line", (line) => {
-    process.stderr.write(line + "\n");
-    const m = /msg="serving the approvals page and admin API" address=(\S+)/.exec(line);
-    if (m) {
-      clearTimeout(timer);
-      resolve(m[1]);
-    }
+// addresses resolves to the addresses the gateway's log says it serves
+// on, once each listener it names in wanted has said so.
+function addresses(stream, wanted) {
+  const found = {};
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the gateway did not serve within 60 s")), 60_000);
+    createInterface({ input: stream }).on("line", (line) => {
+      process.stderr.write(line + "\n");
+      const m = /msg="serving (the approvals page and admin API|streamable HTTP)" address=(\S+)/.exec(line);
+      if (m) found[m[1] === "streamable HTTP" ? "front" : "admin"] = m[2];
+      if (wanted.every((w) => found[w])) {
+        clearTimeout(timer);
+        resolve(found);
+      }
+    });
   });
-});
+}
+
+let transport, gateway, listening;
+if (mode === "stdio") {
+  transport = new StdioClientTransport({ command: "policyc", args: ["gateway", "--config", config], stderr: "pipe" });
+  listening = addresses(transport.stderr, ["admin"]);
+} else {
+  gateway = spawn("policyc", ["gateway", "--config", config], { stdio: ["ignore", "inherit", "pipe"] });
+  process.on("exit", () => gateway.kill("SIGTERM")); // however this script ends
+  listening = addresses(gateway.stderr, ["admin", "front"]);
+  transport = new StreamableHTTPClientTransport(new URL(`http://${(await listening).front}/`), {
+    requestInit: { headers: { Authorization: `Bearer ${clientToken}` } },
+  });
+}
 const client = new Client({ name: "policyc-interop", version: "1.0.0" });
 await client.connect(transport);
-const admin = `http://${await adminAddress}/api/v1`;
+const admin = `http://${(await listening).admin}/api/v1`;
 
 async function api(method, path, body) {
   const res = await fetch(admin + path, {
@@ -112,5 +134,19 @@ const out = {};
   out.given_up.status = req.status;
 }
 
+// 4. Over HTTP, a client that ends its session (DELETE) while a call is
+// held ends the hold at once: the request, left with no call, expires.
+if (mode === "http") {
+  client.callTool({ name: "everything__get-sum", arguments: { a: 4, b: 4 } }).catch(() => {});
+  const [req] = await waitFor("the held call's request", () => requests("pending", "get-sum"));
+  await transport.terminateSession();
+  const [gone] = await waitFor("the request to expire", async () => {
+    const expired = (await requests("expired", "get-sum"))?.filter((r) => r.id === req.id);
+    return expired?.length ? expired : undefined;
+  });
+  out.session_ended = { status: gone.status };
+}
+
 await client.close();
+gateway?.kill("SIGTERM"); // its output pipe would keep this script running
 console.log(JSON.stringify(out, null, 2));

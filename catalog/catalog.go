@@ -29,10 +29,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/jsonkind"
 	"github.com/policyc/policyc/internal/suggest"
+	"github.com/policyc/policyc/internal/utf8pos"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -227,7 +227,7 @@ func (s *Snapshot) normalize() {
 func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 	// encoding/json reads an invalid byte as U+FFFD: the snapshot would
 	// name items the server does not have.
-	if bad := invalidUTF8(b); bad >= 0 {
+	if bad := utf8pos.FirstInvalid(b); bad >= 0 {
 		return nil, false, posError(b, int64(bad), fmt.Sprintf("not valid UTF-8 (byte %#x): a snapshot is JSON, which is UTF-8", b[bad]))
 	}
 	var head struct {
@@ -398,22 +398,6 @@ func posError(b []byte, offset int64, msg string) *PosError {
 	line := 1 + bytes.Count(b[:offset], []byte("\n"))
 	col := int(offset) - bytes.LastIndexByte(b[:offset], '\n')
 	return &PosError{Line: line, Col: col, Msg: msg}
-}
-
-// invalidUTF8 is the offset of the first byte of b that is not valid
-// UTF-8, or -1.
-func invalidUTF8(b []byte) int {
-	if utf8.Valid(b) {
-		return -1
-	}
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
 }
 
 // walkKeys walks b along the snapshot's types, as the decoder does, and

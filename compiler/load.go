@@ -20,6 +20,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/policyc/policyc/internal/regfile"
+	"github.com/policyc/policyc/internal/utf8pos"
 )
 
 // File is one policy source: its slash-separated name relative to the policy
@@ -134,19 +135,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 }
 
 func invalidUTF8Pos(f File) Position {
-	line, col := 1, 1
-	for i := 0; i < len(f.Data); {
-		r, size := utf8.DecodeRune(f.Data[i:])
-		if r == utf8.RuneError && size <= 1 {
-			break
-		}
-		if r == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-		i += size
-	}
+	line, col := utf8pos.LineColumn(f.Data, utf8pos.FirstInvalid(f.Data))
 	return Position{File: f.Name, Line: line, Column: col}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/policyc/policyc/internal/utf8pos"
 )
 
 // jsonNode is a JSON value with the position it starts at, so that import
@@ -59,7 +61,7 @@ func parseJSON(file string, data []byte) (*jsonNode, error) {
 	}
 	// JSON is UTF-8; a decoder would put U+FFFD for each bad byte, and the
 	// rule it is in would be carried over changed.
-	if bad := firstInvalidUTF8(data); bad >= 0 {
+	if bad := utf8pos.FirstInvalid(data); bad >= 0 {
 		return nil, &jsonError{p.at(bad), "not valid UTF-8 here: JSON text is UTF-8; save the file as UTF-8"}
 	}
 	n, err := p.value()
@@ -183,17 +185,4 @@ func (p *jsonParser) valueFrom(tok json.Token, pos Pos) (*jsonNode, error) {
 		n.kind = "null"
 	}
 	return n, nil
-}
-
-// firstInvalidUTF8 returns the offset of the first byte of data that is not
-// part of valid UTF-8, or -1.
-func firstInvalidUTF8(data []byte) int {
-	for i := 0; i < len(data); {
-		r, size := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && size <= 1 {
-			return i
-		}
-		i += size
-	}
-	return -1
 }

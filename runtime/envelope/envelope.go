@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/policyc/policyc/internal/utf8pos"
 )
 
 // Envelope is a DSSE envelope, decoded: Payload and each Sig are raw bytes.
@@ -78,8 +80,8 @@ func malformed(format string, args ...any) error {
 // (payloadType, payload, signatures, and sig in each signature) must be
 // present, and nothing may follow the envelope but whitespace.
 func Parse(b []byte) (*Envelope, error) {
-	if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) {
-		return nil, malformed("the file starts with a byte order mark (U+FEFF), which JSON does not allow: an editor or a tool re-saved it; use the file as policyc wrote it")
+	if err := utf8pos.CheckJSONStart(b); err != nil {
+		return nil, malformed("%v", err)
 	}
 	s := &scanner{b: b}
 	e := &Envelope{}

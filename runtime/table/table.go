@@ -32,6 +32,7 @@ import (
 	"github.com/segmentio/encoding/json"
 
 	"github.com/policyc/policyc/internal/jsonkind"
+	"github.com/policyc/policyc/internal/utf8pos"
 )
 
 // Format is the format version this build writes and reads.
@@ -316,12 +317,6 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("unknown table format %q: this build reads %q; upgrade policyc or recompile the table", e.Found, Format)
 }
 
-// utf8BOM is the byte order mark an editor may put before a file's text.
-var utf8BOM = []byte("\xef\xbb\xbf")
-
-// errBOM reports a file that starts with a byte order mark.
-var errBOM = errors.New("the file starts with a byte order mark (U+FEFF), which JSON does not allow: an editor or a tool re-saved it; use the file as policyc wrote it")
-
 // ErrNotCanonical reports bytes that decode but are not the canonical
 // encoding; such a table was not written by policyc or was altered.
 var ErrNotCanonical = errors.New("table is not in canonical form (altered after it was compiled?)")
@@ -355,8 +350,8 @@ func Decode(b []byte) (*Table, error) {
 // core, but must use neither the table nor what it prepared until prove
 // has returned nil, and must discard both if it returns an error.
 func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
-	if bytes.HasPrefix(b, utf8BOM) {
-		return nil, nil, errBOM
+	if err := utf8pos.CheckJSONStart(b); err != nil {
+		return nil, nil, err
 	}
 	// Parse reads b in place: a Decoder would first copy it into buffers
 	// that double from 32 KiB. Strings are still copied out of b.

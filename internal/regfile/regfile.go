@@ -27,7 +27,7 @@ func Read(path string) ([]byte, error) {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("is a symbolic link to %s, which does not exist", target)}
 			}
-			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("is a symbolic link to %s, which cannot be followed: %v", target, unwrapPath(err))}
+			return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("is a symbolic link to %s, which cannot be followed: %v", target, errors.Unwrap(err))}
 		}
 		return nil, err
 	}
@@ -58,13 +58,4 @@ func Kind(m fs.FileMode) string {
 		return "a regular file"
 	}
 	return "a special file"
-}
-
-// unwrapPath drops the operation and path a *fs.PathError repeats.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

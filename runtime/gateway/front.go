@@ -566,10 +566,9 @@ func requestID(line []byte) any {
 	if json.Unmarshal(id, &s) == nil {
 		return s
 	}
-	if integerLiteral.Match(id) {
-		if n, err := strconv.ParseInt(string(id), 10, 64); err == nil && n >= -maxExactID && n <= maxExactID {
-			return n
-		}
+	if integerIDError(id) == nil {
+		n, _ := strconv.ParseInt(string(id), 10, 64)
+		return n
 	}
 	return nil
 }

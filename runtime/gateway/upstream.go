@@ -149,28 +149,27 @@ func (u *upstream) run(ctx context.Context) {
 	first := true
 	for {
 		cs, cat, err := u.connect(ctx)
+		// Both are logged before started is closed: the gateway waits for
+		// started before it serves, so they come before anything a client
+		// sees, however soon the gateway is then stopped.
 		if err != nil {
 			prev := u.snapshot()
 			u.state.Store(&upState{cat: prev.cat, down: err})
+			if ctx.Err() == nil {
+				u.g.logger.Warn("upstream unavailable", "upstream", u.name, "error", err.Error(), "retry_in", backoff.String())
+			}
 		} else {
 			u.state.Store(&upState{session: cs, cat: cat})
 			u.g.logger.Info("upstream connected", "upstream", u.name, "tools", len(cat.tools), "prompts", len(cat.prompts), "resources", len(cat.resources), "templates", len(cat.templates))
-		}
-		// Logged before started is closed: the gateway waits for started
-		// before it serves, so the warning comes before anything a client
-		// sees, however soon the gateway is then stopped.
-		if err != nil && ctx.Err() == nil {
-			u.g.logger.Warn("upstream unavailable", "upstream", u.name, "error", err.Error(), "retry_in", backoff.String())
 		}
 		if first {
 			close(u.started)
 			first = false
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-		} else {
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		if err == nil {
 			u.g.listsChanged(listAll)
 			up := time.Now()
 			refreshDone := make(chan struct{})

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/policyc/policyc/runtime/table"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // MaxMessageBytes bounds one message a client sends over stdio.
@@ -523,27 +524,16 @@ const maxExactID = 1<<53 - 1
 // rawID returns the value of a message's "id" member as written; nil when
 // there is none. The name is matched exactly, as the SDK matches it (not
 // case-insensitively, as encoding/json would), and of repeated members
-// the last counts, as in the SDK.
+// the last counts, as in the SDK. Other members are skipped, not copied:
+// this runs on every call with a numeric id.
 func rawID(b []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	var m struct {
+		ID segjson.RawMessage `json:"id"`
+	}
+	if _, err := segjson.Parse(b, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return nil
 	}
-	var id json.RawMessage
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-		if key == "id" {
-			id = v
-		}
-	}
-	return id
+	return json.RawMessage(m.ID)
 }
 
 // idText is an id as a message shows it: a string quoted, an integer as

@@ -683,3 +683,20 @@ func TestServeIOIDs(t *testing.T) {
 		t.Fatalf("id 7 reused after its answer was answered %s", answer)
 	}
 }
+
+// rawID reads the top-level "id" as the SDK does: the exact name, the last
+// of repeated members, nothing nested.
+func TestRawID(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"id":1,"id":"x"}`:     `"x"`,
+		`{"Id":1}`:              ``,
+		`{"a":{"id":3},"id":7}`: `7`,
+		`{"id":1.5e3}`:          `1.5e3`,
+		`[1]`:                   ``,
+		`{"id":`:                ``,
+	} {
+		if got := string(rawID([]byte(in))); got != want {
+			t.Errorf("rawID(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -452,10 +452,8 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 	if err != nil {
 		// A number the SDK cannot read as an id (1e400) is refused as
 		// any other id it would not answer as written.
-		if lit := rawID(b); len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
-			if ierr := integerIDError(lit); ierr != nil {
-				return nil, ierr
-			}
+		if ierr := numericIDError(b); ierr != nil {
+			return nil, ierr
 		}
 		return nil, err
 	}
@@ -478,6 +476,34 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 		}
 	}
 	return m, nil
+}
+
+// numericIDError is integerIDError of message b's id when that is a
+// number; nil for any other id, or none.
+func numericIDError(b []byte) error {
+	if lit := rawID(b); len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+		return integerIDError(lit)
+	}
+	return nil
+}
+
+// bodyIDError is numericIDError of the message, or of each message of the
+// batch, that an HTTP request's body holds. A body that is not JSON is
+// left to the SDK, which says so.
+func bodyIDError(body []byte) error {
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(b, &batch) != nil {
+			return nil
+		}
+		for _, m := range batch {
+			if err := numericIDError(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return numericIDError(body)
 }
 
 // integerLiteral is a JSON number without fraction or exponent.
@@ -649,6 +675,28 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	most := opts.MaxSessions
 	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			// The body is read here, before the SDK reads it, to refuse
+			// ids the SDK would not answer as written (1.5 as 1), as the
+			// stdio front does.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "failed to read body", http.StatusBadRequest)
+				return
+			}
+			if err := bodyIDError(body); err != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
 			// A POST without a session id opens a session: counted and
 			// opened under the principal's lock, so the cap holds however
@@ -659,17 +707,6 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 			// or refused (the calls of a batch that opened it may take as
 			// long as a hold).
 			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-				body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
-				if err != nil {
-					var mbe *http.MaxBytesError
-					if errors.As(err, &mbe) {
-						http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-						return
-					}
-					http.Error(w, "failed to read body", http.StatusBadRequest)
-					return
-				}
-				r.Body = io.NopCloser(bytes.NewReader(body))
 				mu, _ := opening.LoadOrStore(ti.UserID, new(sync.Mutex))
 				mu.(*sync.Mutex).Lock()
 				opened := sync.OnceFunc(mu.(*sync.Mutex).Unlock)

@@ -73,3 +73,51 @@ func FuzzFrontLine(f *testing.F) {
 		}
 	})
 }
+
+// Whatever HTTP body bodyIDError lets through, each message in it the SDK
+// decodes carries the numeric id its text wrote, so its answer goes to
+// the call the client made.
+func FuzzHTTPBodyIDs(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":1.5,"method":"x"}`, ` [{"jsonrpc":"2.0","id":"a","method":"x"},{"jsonrpc":"2.0","id":1e30,"method":"x"}]`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`, `{"jsonrpc":"2.0","id":1,"id":2.5,"method":"x"}`, `[{"jsonrpc":"2.0","id":-0,"method":"x"}]`, `{"id":`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if bodyIDError(body) != nil {
+			return
+		}
+		msgs := [][]byte{body}
+		if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+			var batch []json.RawMessage
+			if json.Unmarshal(b, &batch) != nil {
+				return
+			}
+			msgs = msgs[:0]
+			for _, m := range batch {
+				msgs = append(msgs, m)
+			}
+		}
+		for _, b := range msgs {
+			m, err := jsonrpc.DecodeMessage(b)
+			if err != nil {
+				continue
+			}
+			var id jsonrpc.ID
+			switch m := m.(type) {
+			case *jsonrpc.Request:
+				id = m.ID
+			case *jsonrpc.Response:
+				id = m.ID
+			}
+			got, ok := id.Raw().(int64)
+			if !ok {
+				continue
+			}
+			if n, err := strconv.ParseInt(string(rawID(b)), 10, 64); err != nil || n != got {
+				t.Fatalf("body %q: message %q passed with id %s, decoded as %d", body, b, rawID(b), got)
+			}
+		}
+	})
+}

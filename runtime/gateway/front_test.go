@@ -700,3 +700,64 @@ func TestRawID(t *testing.T) {
 		}
 	}
 }
+
+// The HTTP front refuses the numeric ids the stdio front refuses, in a
+// message or in a batch, with a JSON-RPC error in a 400 answer; the SDK
+// would answer 1.5 as 1 and 2^53+1 as 2^53.
+func TestHTTPFrontIDs(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(session, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(sessionIDHeader, session)
+			req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, out := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	session := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %s %s", resp.Status, out)
+	}
+	if resp, out := post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %s %s", resp.Status, out)
+	}
+	for _, id := range []string{`1.5`, `1e30`, `1E2`, `2.0`, `1e400`, `-1e400`, `9007199254740993`, `-9007199254740992`} {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`,
+			` [{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}]`,
+		} {
+			resp, out := post(session, body)
+			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id ` + id + ` is not an integer from -9007199254740991 to 9007199254740991; give a string id, or an integer in that range"}}`
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || strings.TrimSpace(out) != want {
+				t.Errorf("%s was answered %s (%s) %s; want 400 with %s", body, resp.Status, resp.Header.Get("Content-Type"), out, want)
+			}
+		}
+	}
+	for _, id := range []string{`9007199254740991`, `-9007199254740991`, `0`, `"1.5"`} {
+		resp, out := post(session, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/list"}`)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":`+id+`,"result"`) {
+			t.Errorf("id %s was answered %s %.200s; want its listing under that id", id, resp.Status, out)
+		}
+	}
+	// What is not JSON stays the SDK's to answer.
+	if resp, out := post(session, `{"jsonrpc":"2.0","id":1.5,`); resp.StatusCode != http.StatusBadRequest || strings.Contains(out, "is not an integer") {
+		t.Errorf("a truncated body was answered %s %s", resp.Status, out)
+	}
+}

@@ -2,8 +2,11 @@ package glob
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
+
+const tooLong = "more than 4096 characters, the most a pattern may have (match a shorter part of the name, ending with *)"
 
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
@@ -30,6 +33,12 @@ func TestParseErrors(t *testing.T) {
 		{"a\xffb", 1, "invalid UTF-8"},
 		{"[\xc3]", 1, "invalid UTF-8"},
 		{"ok\xed\xa0\x80", 2, "invalid UTF-8"}, // an encoded surrogate
+		// Elements count, not bytes: an escape, a class and a rune of
+		// several bytes are one each, and ** is one star.
+		{strings.Repeat("a", MaxPatternLen) + "*", MaxPatternLen, tooLong},
+		{strings.Repeat(`\*`, MaxPatternLen) + "b", 2 * MaxPatternLen, tooLong},
+		{strings.Repeat("é", MaxPatternLen-1) + "[ab]?", 2*(MaxPatternLen-1) + 4, tooLong},
+		{strings.Repeat("a**", MaxPatternLen/2) + "x", 3 * MaxPatternLen / 2, tooLong},
 	}
 	for _, tt := range tests {
 		p, err := Parse(tt.pattern)
@@ -240,5 +249,19 @@ func TestMatchAllocs(t *testing.T) {
 	p := MustParse("*a*[!b]?c*")
 	if n := testing.AllocsPerRun(100, func() { p.Match("xaxaybzzcaaaaaaaaaaaaaa") }); n != 0 {
 		t.Errorf("Match allocates %v times", n)
+	}
+}
+
+// A pattern of MaxPatternLen elements parses, however many bytes they
+// take; the message of one too long quotes only its start.
+func TestParseLongest(t *testing.T) {
+	for _, s := range []string{strings.Repeat("a", MaxPatternLen), strings.Repeat(`\[`, MaxPatternLen), strings.Repeat("é*", MaxPatternLen/2)} {
+		if _, err := Parse(s); err != nil {
+			t.Errorf("Parse of %d bytes: %v", len(s), err)
+		}
+	}
+	_, err := Parse(strings.Repeat("é", 10<<20))
+	if got, want := err.Error(), `invalid glob "`+strings.Repeat("é", 30)+`"… (20971520 bytes): `+tooLong+` at offset 8192`; got != want {
+		t.Errorf("the error is %.300q…, want %q", got, want)
 	}
 }

@@ -2,7 +2,6 @@ package glob
 
 import (
 	"cmp"
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -354,49 +353,151 @@ func buildPart(globs []*Pattern, index []int32, limit int) *minDFA {
 	return m
 }
 
-// minimize merges equivalent states (Moore's algorithm): states with the
-// same answer now and, on every cell, successors in the same class. Final
-// states are equivalent when their answers are. It returns the class of
-// each state.
+// minimize merges equivalent states: states with the same answer now and,
+// on every cell, successors in the same class. Final states are
+// equivalent when their answers are. It returns the class of each state.
+//
+// It is Hopcroft's partition refinement, in O(cells·n·log n) for n
+// states: Moore's rounds, one per rune of the longest distinction, took
+// O(n²) on a long glob (20 s and 3 GB for a 16 KiB one).
 func minimize(succ, acc, final []int32, cells int) []int32 {
 	n := len(acc)
-	class := make([]int32, n)
-	intern := map[string]int32{}
-	var key []byte
-	assign := func() int32 {
-		k, ok := intern[string(key)]
-		if !ok {
-			k = int32(len(intern))
-			intern[string(key)] = k
+	// The blocks of the partition: elems holds the states block by block,
+	// block b at elems[first[b]:end[b]]; pos is each state's place in
+	// elems. A state marked while a splitter is applied moves to the front
+	// of its block, which marked counts.
+	elems := make([]int32, n)
+	pos := make([]int32, n)
+	block := make([]int32, n)
+	var first, end, marked []int32
+
+	// The first partition: by final answer, else by answer now.
+	byKey := map[[2]int32]int32{}
+	for id := range n {
+		k := [2]int32{final[id], -1}
+		if final[id] == 0 {
+			k[1] = acc[id]
 		}
-		return k
+		b, ok := byKey[k]
+		if !ok {
+			b = int32(len(first))
+			byKey[k] = b
+			first, end, marked = append(first, 0), append(end, 0), append(marked, 0)
+		}
+		block[id] = b
+		end[b]++
+	}
+	for b, at := 0, int32(0); b < len(first); b++ {
+		first[b], at = at, at+end[b]
+		end[b] = first[b]
 	}
 	for id := range n {
-		key = binary.LittleEndian.AppendUint32(key[:0], uint32(final[id]))
-		if final[id] == 0 {
-			key = binary.LittleEndian.AppendUint32(key, uint32(acc[id]))
-		}
-		class[id] = assign()
+		b := block[id]
+		elems[end[b]], pos[id] = int32(id), end[b]
+		end[b]++
 	}
-	classes := len(intern)
-	next := make([]int32, n)
-	for {
-		clear(intern)
-		for id := range n {
-			key = binary.LittleEndian.AppendUint32(key[:0], uint32(class[id]))
-			if final[id] == 0 {
-				for _, t := range succ[id*cells : (id+1)*cells] {
-					key = binary.LittleEndian.AppendUint32(key, uint32(class[t]))
+
+	// pred lists, per cell and state, the non-final states that step to
+	// it on that cell: pred[predAt[c*n+t]:predAt[c*n+t+1]]. Final states
+	// have no successors to agree on.
+	predAt := make([]int32, cells*n+1)
+	for id := range n {
+		if final[id] == 0 {
+			for c, t := range succ[id*cells : (id+1)*cells] {
+				predAt[c*n+int(t)+1]++
+			}
+		}
+	}
+	for i := 1; i < len(predAt); i++ {
+		predAt[i] += predAt[i-1]
+	}
+	pred := make([]int32, predAt[len(predAt)-1])
+	fill := slices.Clone(predAt[:len(predAt)-1])
+	for id := range n {
+		if final[id] == 0 {
+			for c, t := range succ[id*cells : (id+1)*cells] {
+				pred[fill[c*n+int(t)]] = int32(id)
+				fill[c*n+int(t)]++
+			}
+		}
+	}
+
+	// The splitters still to apply, (block, cell); pending[b*cells+c]
+	// says whether (b, c) is among them.
+	type splitter struct{ b, c int32 }
+	var work []splitter
+	pending := make([]bool, len(first)*cells)
+	noneOfBlock := make([]bool, cells)
+	push := func(b, c int32) {
+		if i := int(b)*cells + int(c); !pending[i] {
+			pending[i] = true
+			work = append(work, splitter{b, c})
+		}
+	}
+	for b := range first {
+		for c := range cells {
+			push(int32(b), int32(c))
+		}
+	}
+	var x, touched []int32
+	seen := make([]bool, n)
+	for len(work) > 0 {
+		sp := work[len(work)-1]
+		work = work[:len(work)-1]
+		pending[int(sp.b)*cells+int(sp.c)] = false
+		// x: the states stepping into block sp.b on cell sp.c, collected
+		// before any state moves.
+		x = x[:0]
+		for _, t := range elems[first[sp.b]:end[sp.b]] {
+			for _, s := range pred[predAt[int(sp.c)*n+int(t)]:predAt[int(sp.c)*n+int(t)+1]] {
+				if !seen[s] {
+					seen[s] = true
+					x = append(x, s)
 				}
 			}
-			next[id] = assign()
 		}
-		class, next = next, class
-		if len(intern) == classes {
-			return class
+		touched = touched[:0]
+		for _, s := range x {
+			seen[s] = false
+			b := block[s]
+			if marked[b] == 0 {
+				touched = append(touched, b)
+			}
+			// Swap s with the first unmarked state of its block.
+			at := first[b] + marked[b]
+			o := elems[at]
+			elems[at], elems[pos[s]] = s, o
+			pos[o], pos[s] = pos[s], at
+			marked[b]++
 		}
-		classes = len(intern)
+		for _, b := range touched {
+			m := marked[b]
+			marked[b] = 0
+			if m == end[b]-first[b] {
+				continue // all of b steps into the splitter: no split
+			}
+			// The marked states become a new block.
+			nb := int32(len(first))
+			first, end, marked = append(first, first[b]), append(end, first[b]+m), append(marked, 0)
+			pending = append(pending, noneOfBlock...)
+			first[b] += m
+			for _, s := range elems[first[nb]:end[nb]] {
+				block[s] = nb
+			}
+			smaller := nb
+			if end[b]-first[b] < m {
+				smaller = b
+			}
+			for c := range int32(cells) {
+				if pending[int(b)*cells+int(c)] {
+					push(nb, c)
+				} else {
+					push(smaller, c)
+				}
+			}
+		}
 	}
+	return block
 }
 
 // layout lays out the transition table of the minimized automata: first

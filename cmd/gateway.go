@@ -362,7 +362,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		if err != nil {
 			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))
 		}
-		admin := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		admin := newHTTPServer(h)
 		go admin.Serve(adminLn)
 		defer func() {
 			// A decision being answered as the gateway stops is still
@@ -399,7 +399,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		// (docs/gateway.md, "Performance").
 		defer gateway.TuneGC(gateway.HeapFloor, time.Second)()
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("serving streamable HTTP", "address", ln.Addr().String())
@@ -412,6 +412,19 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	defer cancel()
 	srv.Shutdown(sctx)
 	return nil
+}
+
+// keepAliveIdle is how long an HTTP listener keeps a connection open
+// between requests. A stream the SDK holds open (an event stream) is a
+// request in progress, not an idle connection.
+var keepAliveIdle = 2 * time.Minute
+
+// newHTTPServer serves h with bounds on connections that send nothing: a
+// request's headers must arrive within 10 s, and a connection idle
+// between requests is closed after keepAliveIdle, so connections left
+// open (by a client that was answered 401, say) do not pile up.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: keepAliveIdle}
 }
 
 // lockedWriter serializes writes: the operational log and the decision

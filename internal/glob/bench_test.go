@@ -1,6 +1,9 @@
 package glob
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // benchPatterns is a realistic gateway rule list: 21 globs and 14 literal
 // tool names.
@@ -51,5 +54,16 @@ func BenchmarkCovered(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Covered(p, by)
+	}
+}
+
+// BenchmarkCompileLongGlob compiles the longest glob Parse accepts, whose
+// DFA is a chain of MaxPatternLen states: minimizing it took Moore's
+// algorithm a round per state.
+func BenchmarkCompileLongGlob(b *testing.B) {
+	pats := parseAll(b, strings.Repeat("a", MaxPatternLen-1)+"*", "x*y")
+	b.ReportAllocs()
+	for b.Loop() {
+		Compile(pats)
 	}
 }

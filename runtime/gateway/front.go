@@ -674,7 +674,19 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: opts.IdleTimeout})
 	most := opts.MaxSessions
 	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
+	versions := mcp.SupportedProtocolVersions()
+	unsupported := fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ","))
 	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The SDK refuses an MCP-Protocol-Version it does not know only
+		// when it sorts before 2026-07-28; a later one ("2030-01-01",
+		// "zzz", a megabyte of digits) it echoes in its answer and in a
+		// warning it logs. It is refused here as the SDK refuses the
+		// others, in the SDK's words.
+		version := r.Header.Get("Mcp-Protocol-Version")
+		if version != "" && !slices.Contains(versions, version) {
+			http.Error(w, unsupported, http.StatusBadRequest)
+			return
+		}
 		if r.Method == http.MethodPost {
 			// The body is read here, before the SDK reads it, to refuse
 			// ids the SDK would not answer as written (1.5 as 1), as the
@@ -736,33 +748,29 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 
 // deleteCloses reports whether the SDK's handler will close session id of
 // principal on DELETE request r, rather than refuse it before: the session
-// is principal's, the request's MCP-Protocol-Version header passes the
-// SDK's check (absent, a version the SDK supports, or one from
-// sdkUncheckedVersion on), and its Host passes the SDK's check against DNS
+// is principal's and the request's Host passes the SDK's check against DNS
 // rebinding (a server listening on a loopback address refuses a Host that
-// is not one).
+// is not one). Its MCP-Protocol-Version header was checked before.
 func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
 		return false
 	}
-	s := g.serverOf(principal)
-	if s == nil {
-		return false
-	}
-	for ss := range s.Sessions() {
-		if ss.ID() != id {
-			continue
-		}
-		// The gateway's servers take the SDK's versions as they are.
-		v := r.Header.Get("Mcp-Protocol-Version")
-		return v == "" || slices.Contains(mcp.SupportedProtocolVersions(), v) || v >= sdkUncheckedVersion
-	}
-	return false
+	return g.session(principal, id) != nil
 }
 
-// sdkUncheckedVersion is the protocol version from which the SDK's HTTP
-// handler (v1.8.0) lets an MCP-Protocol-Version header through unchecked.
-const sdkUncheckedVersion = "2026-07-28"
+// session is principal's session id, nil when it has none of that id.
+func (g *Gateway) session(principal, id string) *mcp.ServerSession {
+	s := g.serverOf(principal)
+	if s == nil {
+		return nil
+	}
+	for ss := range s.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
+}
 
 // isLoopback reports whether addr, a host with or without a port, is
 // localhost or a loopback IP address, as the SDK reads a Host header.

@@ -761,3 +761,95 @@ func TestHTTPFrontIDs(t *testing.T) {
 		t.Errorf("a truncated body was answered %s %s", resp.Status, out)
 	}
 }
+
+// rawHTTP sends one request to an HTTP front as a client would, with
+// token (and, when set, a session id and an MCP-Protocol-Version), and
+// returns the answer with its body read.
+func rawHTTP(t *testing.T, url string) func(method, token, session, version, body string) (*http.Response, string) {
+	return func(method, token, session, version, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set(sessionIDHeader, session)
+		}
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, strings.TrimSpace(string(b))
+	}
+}
+
+// TestHTTPFrontProtocolVersions: an MCP-Protocol-Version the SDK does not
+// know is refused in the SDK's words however it sorts, and is neither
+// echoed nor logged; the sessionless protocol is answered -32022 with the
+// versions served, and the SDK's advice to make the server stateless is
+// not logged.
+func TestHTTPFrontProtocolVersions(t *testing.T) {
+	oplog := &syncBuffer{}
+	tg := startGateway(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(oplog, nil)) })
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	do := rawHTTP(t, srv.URL)
+	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	current := resp.Header.Get(sessionIDHeader)
+	if current == "" {
+		t.Fatalf("initialize: %s %s", resp.Status, out)
+	}
+	for _, version := range []string{"1999-01-01", "2030-01-01", "zzz", strings.Repeat("9", 64<<10)} {
+		for _, sid := range []string{"", current} {
+			resp, out := do(http.MethodPost, "alice-token", sid, version, `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+			want := "Bad Request: Unsupported protocol version (supported versions: 2026-07-28,2025-11-25,2025-06-18,2025-03-26,2024-11-05)"
+			if resp.StatusCode != http.StatusBadRequest || out != want {
+				t.Errorf("MCP-Protocol-Version %.20s (session %q): %s %.200s; want 400 %s", version, sid, resp.Status, out, want)
+			}
+		}
+	}
+	// The sessionless protocol is not served over HTTP: the SDK answers
+	// with the versions that are.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	resp, out = do(http.MethodPost, "alice-token", "", newVersion, `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{`+meta+`}}`)
+	want := `{"jsonrpc":"2.0","id":9,"error":{"code":-32022,"message":"protocol version \"2026-07-28\" is not supported by this server","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}`
+	if resp.StatusCode != http.StatusBadRequest || out != want {
+		t.Errorf("a 2026-07-28 request was answered %s %s; want 400 with %s", resp.Status, out, want)
+	}
+	if log := oplog.String(); strings.Contains(log, "Stateless") || strings.Contains(log, "9999") || strings.Contains(log, "zzz") {
+		t.Errorf("the log holds what a client sent or the SDK's advice:\n%.2000s", log)
+	}
+}
+
+// TestHTTPSessionlessFallsBack: a client that asks the HTTP front for the
+// sessionless protocol falls back to a handshake and is served.
+func TestHTTPSessionlessFallsBack(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new-client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: newVersion})
+	if err != nil {
+		t.Fatalf("connect asking for %s: %v", newVersion, err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != legacyVersion {
+		t.Errorf("negotiated %s, want %s", v, legacyVersion)
+	}
+	if names := toolNames(t, cs); !slices.Contains(names, "github__echo") {
+		t.Errorf("tools: %v", names)
+	}
+}

@@ -696,7 +696,9 @@ func (g *Gateway) forwardProgress(ctx context.Context, from *upstream, p *mcp.Pr
 // warning that a notification could not be delivered for want of a stream
 // to carry it: a client that keeps no standalone stream open gets no
 // notifications, which is its choice, and every listing change would
-// otherwise log one warning per such session.
+// otherwise log one warning per such session; and the warning that tells
+// whoever builds a stateful server with the SDK to make it stateless, which
+// a client asking the HTTP front for protocol 2026-07-28 sets off.
 type minLevel struct {
 	slog.Handler
 	level slog.Level
@@ -711,6 +713,13 @@ func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 func (h minLevel) Handle(ctx context.Context, r slog.Record) error {
 	if strings.HasPrefix(r.Message, "calling notifications/") && strings.Contains(r.Message, "rejected by transport") {
 		h.dropped.Add(1)
+		return nil
+	}
+	if strings.HasPrefix(r.Message, "rejecting request with protocol version") && strings.Contains(r.Message, "set StreamableHTTPOptions.Stateless") {
+		// A client asked the HTTP front for the sessionless protocol; it
+		// is answered -32022 with the versions the front serves, and
+		// falls back to one of them. The warning is advice to whoever
+		// builds a server with the SDK, not to an operator.
 		return nil
 	}
 	return h.Handler.Handle(ctx, r)

@@ -487,23 +487,72 @@ func numericIDError(b []byte) error {
 	return nil
 }
 
-// bodyIDError is numericIDError of the message, or of each message of the
-// batch, that an HTTP request's body holds. A body that is not JSON is
-// left to the SDK, which says so.
-func bodyIDError(body []byte) error {
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
-		var batch []json.RawMessage
-		if json.Unmarshal(b, &batch) != nil {
-			return nil
-		}
-		for _, m := range batch {
-			if err := numericIDError(m); err != nil {
-				return err
-			}
-		}
+// httpBodyError is the JSON-RPC error response a POST body is refused with
+// (in a 400 answer) before the SDK reads it, or nil to pass it on. It makes
+// the checks the stdio front makes and the SDK's HTTP transport does not:
+//
+//   - a numeric id the SDK would not answer as written (1.5 as 1), in a
+//     message or in any message of a batch;
+//   - a message without a method that is not a response with exactly one
+//     of result and error (the SDK accepts it with 202 and drops it);
+//   - a batch that is not JSON, is empty, holds a message that is not a
+//     JSON-RPC message or repeats a call's id (the SDK answers one of the
+//     two calls), or comes in a session that negotiated 2025-06-18 or
+//     later (the SDK reads the version only from the request's
+//     MCP-Protocol-Version header, and takes its absence for 2025-03-26).
+//
+// version is the request's MCP-Protocol-Version header; sessionVersion
+// returns the version the request's session negotiated, "" when there is
+// none, and is called only for a batch. A body that is not JSON, and a
+// message with a method, are otherwise left to the SDK, which says what is
+// wrong with them. A call is parsed once, as rawID does, and nothing of it
+// is copied.
+func httpBodyError(body []byte, version string, sessionVersion func() string) []byte {
+	if b := bytes.Trim(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		return httpBatchError(b, version, sessionVersion)
+	}
+	var m struct {
+		ID     segjson.RawMessage `json:"id"`
+		Method segjson.RawMessage `json:"method"`
+	}
+	if _, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
 		return nil
 	}
-	return numericIDError(body)
+	if lit := m.ID; len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+		if err := integerIDError(lit); err != nil {
+			return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		}
+	}
+	if m.Method == nil {
+		// A response, or not a message: rare, so decoded in full, as the
+		// stdio front decodes it.
+		if _, err := decodeMessage(body); err != nil {
+			return errorLine(requestID(body), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// httpBatchError is httpBodyError of a batch b.
+func httpBatchError(b []byte, version string, sessionVersion func() string) []byte {
+	var batch []json.RawMessage
+	if json.Unmarshal(b, &batch) == nil {
+		for _, m := range batch {
+			if err := numericIDError(m); err != nil {
+				return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+			}
+		}
+	}
+	if _, _, reply := parseLine(b, false); reply != nil {
+		return reply
+	}
+	if v := sessionVersion(); v >= firstUnbatched {
+		return errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: JSON-RPC batching is not supported in %s and later (this session: %s); send each message in a request of its own", firstUnbatched, v))
+	}
+	if version >= firstUnbatched {
+		return errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: JSON-RPC batching is not supported in %s and later (this request: %s); send each message in a request of its own", firstUnbatched, version))
+	}
+	return nil
 }
 
 // integerLiteral is a JSON number without fraction or exponent.
@@ -689,8 +738,8 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		if r.Method == http.MethodPost {
 			// The body is read here, before the SDK reads it, to refuse
-			// ids the SDK would not answer as written (1.5 as 1), as the
-			// stdio front does.
+			// what the stdio front refuses and the SDK would take
+			// (httpBodyError).
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
 			if err != nil {
 				var mbe *http.MaxBytesError
@@ -701,10 +750,17 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 				http.Error(w, "failed to read body", http.StatusBadRequest)
 				return
 			}
-			if err := bodyIDError(body); err != nil {
+			sessionVersion := func() string {
+				ti := auth.TokenInfoFromContext(r.Context())
+				if id := r.Header.Get(sessionIDHeader); id != "" && ti != nil {
+					return g.sessionVersion(ti.UserID, id)
+				}
+				return ""
+			}
+			if reply := httpBodyError(body, version, sessionVersion); reply != nil {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusBadRequest)
-				w.Write(errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()))
+				w.Write(reply)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -771,6 +827,36 @@ func (g *Gateway) session(principal, id string) *mcp.ServerSession {
 	}
 	return nil
 }
+
+// sessionVersion is the protocol version principal's session id
+// negotiated, as the SDK negotiates it: the version the client asked for
+// when the SDK supports it and it has a handshake, else the latest that
+// has one. It is "" when there is no such session or it is not
+// initialized.
+func (g *Gateway) sessionVersion(principal, id string) string {
+	ss := g.session(principal, id)
+	if ss == nil {
+		return ""
+	}
+	p := ss.InitializeParams()
+	if p == nil {
+		return ""
+	}
+	versions := mcp.SupportedProtocolVersions()
+	if slices.Contains(versions, p.ProtocolVersion) && p.ProtocolVersion < firstSessionless {
+		return p.ProtocolVersion
+	}
+	for _, v := range versions {
+		if v < firstSessionless {
+			return v
+		}
+	}
+	return ""
+}
+
+// firstSessionless is the first protocol version without a handshake or
+// sessions; the HTTP front, which keeps sessions, does not serve it.
+const firstSessionless = "2026-07-28"
 
 // isLoopback reports whether addr, a host with or without a port, is
 // localhost or a loopback IP address, as the SDK reads a Host header.

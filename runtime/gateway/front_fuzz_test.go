@@ -74,19 +74,28 @@ func FuzzFrontLine(f *testing.F) {
 	})
 }
 
-// Whatever HTTP body bodyIDError lets through, each message in it the SDK
+// Whatever HTTP body httpBodyError lets through, each message in it the SDK
 // decodes carries the numeric id its text wrote, so its answer goes to
 // the call the client made.
 func FuzzHTTPBodyIDs(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":1.5,"method":"x"}`, ` [{"jsonrpc":"2.0","id":"a","method":"x"},{"jsonrpc":"2.0","id":1e30,"method":"x"}]`,
 		`{"jsonrpc":"2.0","id":9007199254740993,"method":"x"}`, `{"jsonrpc":"2.0","id":1,"id":2.5,"method":"x"}`, `[{"jsonrpc":"2.0","id":-0,"method":"x"}]`, `{"id":`, `[`,
+		`{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":5}`, `{"jsonrpc":"2.0","id":5,"result":null}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if bodyIDError(body) != nil {
+		if httpBodyError(body, "", func() string { return "" }) != nil {
 			return
+		}
+		// A response it lets through is one the stdio front takes too.
+		if m, err := jsonrpc.DecodeMessage(body); err == nil {
+			if _, ok := m.(*jsonrpc.Response); ok {
+				if _, err := decodeMessage(body); err != nil {
+					t.Fatalf("body %q passed, a response the stdio front refuses: %v", body, err)
+				}
+			}
 		}
 		msgs := [][]byte{body}
 		if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {

@@ -788,6 +788,86 @@ func rawHTTP(t *testing.T, url string) func(method, token, session, version, bod
 	}
 }
 
+// TestHTTPFrontBadInput: what the stdio front refuses the HTTP front
+// refuses too, with a JSON-RPC error in a 400 answer, where the SDK's
+// transport would take it: a response with both or neither of result and
+// error, a batch that is empty, malformed or repeats a call's id, and a
+// batch in a session that negotiated 2025-06-18 or later whatever the
+// request's MCP-Protocol-Version says.
+func TestHTTPFrontBadInput(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	do := rawHTTP(t, srv.URL)
+	open := func(version string) string {
+		t.Helper()
+		resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		sid := resp.Header.Get(sessionIDHeader)
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			t.Fatalf("initialize %s: %s %s", version, resp.Status, out)
+		}
+		if resp, out := do(http.MethodPost, "alice-token", sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("initialized: %s %s", resp.Status, out)
+		}
+		return sid
+	}
+	current, old := open(legacyVersion), open(oldVersion)
+	refused := func(what string, resp *http.Response, out, want string) {
+		t.Helper()
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
+			t.Errorf("%s was answered %s (%s) %.300s; want 400 with %s", what, resp.Status, resp.Header.Get("Content-Type"), out, want)
+		}
+	}
+	invalid := func(id, message string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"invalid request` + message + `"}}`
+	}
+
+	// Responses that answer nothing: a well-formed one is taken (202) and
+	// dropped, as over stdio; a malformed one is refused, as over stdio.
+	for _, sid := range []string{current, ""} {
+		if resp, out := do(http.MethodPost, "alice-token", sid, "", `{"jsonrpc":"2.0","id":5,"result":{}}`); resp.StatusCode != http.StatusAccepted || out != "" {
+			t.Errorf("a response that answers nothing (session %q): %s %s, want 202", sid, resp.Status, out)
+		}
+		for _, body := range []string{`{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"x"}}`, `{"jsonrpc":"2.0","id":5}`} {
+			resp, out := do(http.MethodPost, "alice-token", sid, "", body)
+			refused(body, resp, out, invalid("5", `: a message without a method must be a response, with exactly one of result and error`))
+		}
+		resp, out := do(http.MethodPost, "alice-token", sid, "", `null`)
+		refused("null", resp, out, invalid("null", `: invalid message version tag \"\"; expected \"2.0\"`))
+	}
+
+	// Batches in a session of 2025-11-25, whatever the header says.
+	batch := `[{"jsonrpc":"2.0","id":"b1","method":"tools/list"},{"jsonrpc":"2.0","id":"b2","method":"ping"}]`
+	for _, version := range []string{"", "2025-03-26", oldVersion, legacyVersion} {
+		resp, out := do(http.MethodPost, "alice-token", current, version, batch)
+		refused("a batch with MCP-Protocol-Version "+version, resp, out, invalid("null", `: JSON-RPC batching is not supported in 2025-06-18 and later (this session: 2025-11-25); send each message in a request of its own`))
+	}
+	// In a session of 2024-11-05, the header still counts.
+	resp, out := do(http.MethodPost, "alice-token", old, legacyVersion, batch)
+	refused("a batch under 2025-11-25 in a 2024-11-05 session", resp, out, invalid("null", `: JSON-RPC batching is not supported in 2025-06-18 and later (this request: 2025-11-25); send each message in a request of its own`))
+	if resp, out := do(http.MethodPost, "alice-token", old, oldVersion, batch); resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":"b1","result"`) || !strings.Contains(out, `"id":"b2","result"`) {
+		t.Errorf("a batch in a 2024-11-05 session: %s %.300s; want both answered", resp.Status, out)
+	}
+	calls := len(tg.log.all())
+	for _, c := range []struct{ body, want string }{
+		{`[]`, invalid("null", `: an empty batch`)},
+		{` [{"jsonrpc":"2.0","id":1,`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the line is not valid JSON (each message must be one line of JSON)"}}`},
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":1}}},{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":2}}}]`, invalid("null", `: a batch repeats a request id`)},
+		{`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__echo"}},{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"x"}}]`, invalid("null", ` in batch: a message without a method must be a response, with exactly one of result and error`)},
+		{`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__echo"}},{"jsonrpc":"2.0","id":8,"method":""}]`, invalid("null", ` in batch: the method is empty`)},
+	} {
+		resp, out := do(http.MethodPost, "alice-token", old, oldVersion, c.body)
+		refused(c.body, resp, out, c.want)
+	}
+	if n := len(tg.log.all()); n != calls {
+		t.Errorf("%d calls of refused batches were decided; nothing in them may run", n-calls)
+	}
+}
+
 // TestHTTPFrontProtocolVersions: an MCP-Protocol-Version the SDK does not
 // know is refused in the SDK's words however it sorts, and is neither
 // echoed nor logged; the sessionless protocol is answered -32022 with the
@@ -827,6 +907,40 @@ func TestHTTPFrontProtocolVersions(t *testing.T) {
 	}
 	if log := oplog.String(); strings.Contains(log, "Stateless") || strings.Contains(log, "9999") || strings.Contains(log, "zzz") {
 		t.Errorf("the log holds what a client sent or the SDK's advice:\n%.2000s", log)
+	}
+}
+
+// TestHTTPDenialLooksLikeAbsence: over HTTP, a denied tool and a tool that
+// does not exist are answered with the same bytes, the name aside, for
+// arguments of every kind.
+func TestHTTPDenialLooksLikeAbsence(t *testing.T) {
+	tg := startGateway(t, nil)
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	do := rawHTTP(t, srv.URL)
+	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get(sessionIDHeader)
+	if sid == "" {
+		t.Fatalf("initialize: %s %s", resp.Status, out)
+	}
+	do(http.MethodPost, "alice-token", sid, legacyVersion, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := func(name, args string) string {
+		t.Helper()
+		resp, out := do(http.MethodPost, "alice-token", sid, legacyVersion, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"`+name+`"`+args+`}}`)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %s", name, resp.Status, out)
+		}
+		return strings.ReplaceAll(out, name, "NAME")
+	}
+	for _, args := range []string{``, `,"arguments":{}`, `,"arguments":null`, `,"arguments":[1]`, `,"arguments":"x"`, `,"arguments":5`} {
+		denied, missing := call("github__delete_repo", args), call("github__list_nothing", args)
+		if denied != missing || !strings.Contains(denied, `"code":-32602`) {
+			t.Errorf("arguments %q: denied %s, missing %s; want the same -32602", args, denied, missing)
+		}
 	}
 }
 

@@ -1,11 +1,15 @@
 package runtime_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 func TestClassOf(t *testing.T) {
@@ -80,5 +84,87 @@ groups: all: {
 	}
 	if d := rt2.Decide("ann", "docs", runtime.Tool, "drop_x"); d.Effect != runtime.Deny {
 		t.Errorf("ann drop_x: %v, want deny", d)
+	}
+}
+
+// scopesPolicy is a policy whose principal u<i> is in group g<k> exactly
+// when bit k of i is set, for i < 64, and has a scope of its own when i is
+// even. Group g<k> denies t<k>, u<i>'s own scope denies own<i>, and the
+// global scope denies glob.
+func scopesPolicy(t testing.TB) *runtime.Table {
+	t.Helper()
+	var src strings.Builder
+	src.WriteString("package policy\n")
+	src.WriteString("mcp_servers: s: access: tool: allow_list: [\"*\"]\n")
+	src.WriteString("global: access: tool: deny_list: [\"glob\"]\n")
+	for k := range 6 {
+		var members []string
+		for i := range 64 {
+			if i>>k&1 == 1 {
+				members = append(members, fmt.Sprintf("%q", fmt.Sprintf("u%d", i)))
+			}
+		}
+		fmt.Fprintf(&src, "groups: g%d: {members: [%s], global: access: tool: deny_list: [\"t%d\"]}\n", k, strings.Join(members, ", "), k)
+	}
+	for i := 0; i < 64; i += 2 {
+		fmt.Fprintf(&src, "principals: u%d: mcp_servers: s: access: tool: deny_list: [\"own%d\"]\n", i, i)
+	}
+	res := compiler.Compile(compiler.Input{Files: []compiler.File{{Name: "scopes.cue", Data: []byte(src.String())}}, Source: table.Source{PolicyPath: "scopes"}})
+	if res.Table == nil {
+		for _, d := range res.Diagnostics {
+			t.Log(d.Format(""))
+		}
+		t.Fatal("the policy does not compile")
+	}
+	rt, err := runtime.Load(res.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-rt.Ready()
+	return rt
+}
+
+// TestLoadScopesOfEachPrincipal checks that every principal gets exactly
+// the layers of the scopes that apply to it: its groups, its own scope and
+// the global one, and no other's.
+func TestLoadScopesOfEachPrincipal(t *testing.T) {
+	rt := scopesPolicy(t)
+	decide := func(p, name string) runtime.Effect { return rt.Decide(p, "s", runtime.Tool, name).Effect }
+	for i := range 64 {
+		p := fmt.Sprintf("u%d", i)
+		for k := range 6 {
+			want := runtime.Allow
+			if i>>k&1 == 1 {
+				want = runtime.Deny
+			}
+			if got := decide(p, fmt.Sprintf("t%d", k)); got != want {
+				t.Errorf("%s, t%d: %v, want %v", p, k, got, want)
+			}
+		}
+		for j := 0; j < 64; j += 2 {
+			want := runtime.Allow
+			if j == i {
+				want = runtime.Deny
+			}
+			if got := decide(p, fmt.Sprintf("own%d", j)); got != want {
+				t.Errorf("%s, own%d: %v, want %v", p, j, got, want)
+			}
+		}
+		if got := decide(p, "glob"); got != runtime.Deny {
+			t.Errorf("%s, glob: %v, want deny", p, got)
+		}
+	}
+	for _, name := range []string{"t0", "t5", "own0"} {
+		if got := decide("", name); got != runtime.Allow {
+			t.Errorf("anonymous, %s: %v, want allow", name, got)
+		}
+	}
+	// u0 has its own scope and no group: a class of its own. u1, in g0
+	// only, and u<i> outside every group and scope share no class.
+	if rt.ClassOf("u0") == rt.ClassOf("") || rt.ClassOf("u1") == rt.ClassOf("u3") || rt.ClassOf("nobody") != rt.ClassOf("") {
+		t.Error("principals with different scopes share a class, or one with none has its own")
+	}
+	if got := len(rt.Principals()); got != 64 {
+		t.Errorf("%d named principals, want 64", got)
 	}
 }

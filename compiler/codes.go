@@ -31,6 +31,7 @@ const (
 	CodeEmptyGroup         = "empty-group"
 	CodeUIResourceDenied   = "ui-resource-denied"
 	CodeApprovalTimeout    = "approval-timeout-too-long"
+	CodeReachIncomplete    = "reach-incomplete"
 
 	// The catalogue rules: the policy checked against the catalogue
 	// snapshot of what the servers offer (package lint).
@@ -105,6 +106,7 @@ var Codes = []CodeInfo{
 	{CodeEmptyGroup, CategoryScope, Warning, "a group with rules but no members: its rules apply to no one"},
 	{CodeUIResourceDenied, CategoryUI, Warning, "a resource allow entry that admits ui:// URIs the ui allowlist does not: they are denied"},
 	{CodeApprovalTimeout, CategoryApproval, Warning, "approval holds longer than common MCP hosts wait for a tool result"},
+	{CodeReachIncomplete, CategoryReach, Warning, "rules the analysis could not settle: one of them may never take effect unreported"},
 	{CodePatternNotCatalogued, CategoryCatalog, Warning, "a pattern that matches no catalogued item of its server and kind (often a misspelling)"},
 	{CodeItemFallsToDefault, CategoryCatalog, Info, "a catalogued item that no rule names: a default decides it"},
 	{CodeDestructiveAllowed, CategoryCatalog, Warning, "a tool whose annotations say it may be destructive, allowed without approval"},

@@ -309,3 +309,49 @@ mcp_servers: s: access: tool: {
 		AnalyzeReach(res.Policy, ReachOptions{})
 	}
 }
+
+// Rules whose search passes glob.MaxWitnessStates get no verdict, and one
+// reach-incomplete warning says so at the first, with how many there are.
+func TestReachIncompleteOnce(t *testing.T) {
+	ds := reachDiags(t, `mcp_servers: github: access: tool: {
+	deny_list: ["*v??????????????????????"]
+	allow_list: ["*_v??????????????????????", "*-v??????????????????????"]
+}
+`, CodeReachIncomplete)
+	wantOne(t, ds, 5, `allow_list[0]: the analysis could not tell whether "*_v??????????????????????" (and 1 other rule) ever takes effect: a search over the patterns of its block passed 200000 states`)
+	if ds[0].Severity != Warning || ds[0].Path != "mcp_servers.github.access.tool.allow_list[0]" {
+		t.Errorf("severity %v, path %q", ds[0].Severity, ds[0].Path)
+	}
+}
+
+// Once the analysis has spent its budget, the rules left get no verdict,
+// and the warning says why; with the default budget the same policy is
+// settled in full.
+func TestReachBudget(t *testing.T) {
+	gen := policygen.Generate(policygen.Spec{Servers: 5, RulesPerServer: 20, Seed: 1})
+	res := Compile(Input{Files: gen.Files})
+	if res.Policy == nil {
+		t.Fatalf("the generated policy did not compile: %v", res.Diagnostics)
+	}
+	count := func(r *ReachResult) (unknown int, found []Diagnostic) {
+		for _, rr := range r.Rules {
+			if rr.Status == ReachUnknown {
+				unknown++
+			}
+		}
+		for _, d := range r.Diagnostics {
+			if d.Code == CodeReachIncomplete {
+				found = append(found, d)
+			}
+		}
+		return unknown, found
+	}
+	if unknown, found := count(AnalyzeReach(res.Policy, ReachOptions{})); unknown != 0 || len(found) != 0 {
+		t.Fatalf("with the default budget: %d rules unknown, findings %v", unknown, found)
+	}
+	unknown, found := count(AnalyzeReach(res.Policy, ReachOptions{Budget: 50}))
+	if unknown == 0 || len(found) != 1 || !strings.Contains(found[0].Message, "the analysis used up the work it may do on one policy") ||
+		!strings.Contains(found[0].Message, fmt.Sprintf("(and %d other rules)", unknown-1)) {
+		t.Fatalf("with a budget of 50: %d rules unknown, findings %v", unknown, found)
+	}
+}

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// maxWitnessStates is the number of product states Witness may visit before
-// giving up and reporting an incomplete search.
-const maxWitnessStates = 200000
+// MaxWitnessStates is the number of product states a Witness search may
+// visit before giving up and reporting an incomplete search.
+const MaxWitnessStates = 200000
 
 // universe is every rune a name can contain.
 var universe = []runeRange{{0, surrogateMin - 1}, {surrogateMax + 1, utf8.MaxRune}}
@@ -25,20 +25,74 @@ var universe = []runeRange{{0, surrogateMin - 1}, {surrogateMax + 1, utf8.MaxRun
 // cell.
 //
 // ok is false when no such name exists. complete is false when the search
-// visited maxWitnessStates states without an answer; then ok is false too and
+// visited MaxWitnessStates states without an answer; then ok is false too and
 // the caller must treat the question as undecided.
 //
 // accept may be called many times, always with the same slice: it must not
 // retain or modify m.
 func Witness(p *Pattern, others []*Pattern, accept func(m []bool) bool) (name string, ok bool, complete bool) {
-	return witness(p, others, accept, maxWitnessStates)
+	return Search{}.Witness(p, others, accept)
 }
 
-func witness(p *Pattern, others []*Pattern, accept func(m []bool) bool, limit int) (string, bool, bool) {
+// Search holds what bounds and prunes Witness searches beyond the fixed
+// cap of MaxWitnessStates states per search. The zero Search is Witness.
+type Search struct {
+	// Avoid lists indexes of others that accept never wants to match: it
+	// returns false whenever m[i] holds for one of them. A state in which
+	// such a pattern has reached its trailing star, and so matches every
+	// name that goes on from there, is not explored. For a list of
+	// *x1*, *x2*, ... this keeps the search to the states where none has
+	// matched yet, about as many as the patterns have runes, instead of
+	// every combination of those that have.
+	Avoid []int
+	// Budget, when not nil, bounds the work of every search given it: a
+	// search that finds it spent gives up, incomplete.
+	Budget *Budget
+}
+
+// Budget bounds the total work of the searches that share it, counted in
+// units of one step of one state over 64 pattern positions (a search
+// over n positions spends about n/64 units for each state it steps on
+// each cell of its rune partition, and as much to build its automaton).
+// It is not safe for concurrent use.
+type Budget struct {
+	left  int64
+	spent bool
+}
+
+// NewBudget returns a budget of n units.
+func NewBudget(n int64) *Budget { return &Budget{left: n} }
+
+// Exhausted reports whether a search has given up for want of budget.
+func (b *Budget) Exhausted() bool { return b != nil && b.spent }
+
+// spend takes n units, and reports false, marking the budget exhausted,
+// when there were not that many left.
+func (b *Budget) spend(n int) bool {
+	if b == nil {
+		return true
+	}
+	if b.left < int64(n) {
+		b.left, b.spent = 0, true
+		return false
+	}
+	b.left -= int64(n)
+	return true
+}
+
+// Witness is the package's Witness, bounded and pruned as s says.
+func (s Search) Witness(p *Pattern, others []*Pattern, accept func(m []bool) bool) (name string, ok bool, complete bool) {
+	return s.witness(p, others, accept, MaxWitnessStates)
+}
+
+func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) bool, limit int) (string, bool, bool) {
 	if p.empty {
 		return "", false, true
 	}
 	a := newAutomaton(append([]*Pattern{p}, others...))
+	if !s.Budget.spend(len(a.adv) * (a.words + 1)) {
+		return "", false, false
+	}
 
 	// Try cells in order of preference of their representatives; BFS then
 	// finds, among the shortest names, the first in this order.
@@ -55,10 +109,17 @@ func witness(p *Pattern, others []*Pattern, accept func(m []bool) bool, limit in
 	})
 
 	// p owns positions 0..accept[0]; a state without any of them cannot
-	// lead to a name matched by p.
+	// lead to a name matched by p. Nor can one holding the trailing star
+	// of a pattern to avoid.
 	pMask := make([]uint64, a.words)
 	for q := 0; q <= a.accept[0]; q++ {
 		setBit(pMask, q)
+	}
+	avoidMask := make([]uint64, a.words)
+	for _, i := range s.Avoid {
+		if n := len(others[i].elems); n > 0 && others[i].elems[n-1].kind == kindStar {
+			setBit(avoidMask, a.base[i+1]+n-1)
+		}
 	}
 	m := make([]bool, len(others))
 	found := func(st []uint64) bool {
@@ -84,15 +145,25 @@ func witness(p *Pattern, others []*Pattern, accept func(m []bool) bool, limit in
 	}
 	next := make([]uint64, w)
 	for i := 0; i < len(parent); i++ {
+		if !s.Budget.spend(len(order) * (w + 1)) {
+			return "", false, false
+		}
 		cur := slab[i*w : (i+1)*w]
 		for _, c := range order {
 			a.step(next, cur, c)
 			alive := false
 			for j, x := range next {
+				if x&avoidMask[j] != 0 {
+					alive = false
+					break
+				}
 				alive = alive || x&pMask[j] != 0
 			}
+			if !alive {
+				continue
+			}
 			key = appendKey(key[:0], next)
-			if !alive || seen[string(key)] {
+			if seen[string(key)] {
 				continue
 			}
 			if len(parent) >= limit {
@@ -133,7 +204,17 @@ func (a *automaton) spell(parent, via []int, i int) string {
 // of them. complete is false when the search gave up (see Witness): then
 // covered is false and the answer is unknown.
 func Covered(p *Pattern, by []*Pattern) (covered bool, witness string, complete bool) {
-	name, ok, complete := Witness(p, by, func(m []bool) bool {
+	return Search{}.Covered(p, by)
+}
+
+// Covered is the package's Covered, bounded as s says; every pattern of by
+// is avoided (s.Avoid is not used).
+func (s Search) Covered(p *Pattern, by []*Pattern) (covered bool, witness string, complete bool) {
+	s.Avoid = make([]int, len(by))
+	for i := range by {
+		s.Avoid[i] = i
+	}
+	name, ok, complete := s.Witness(p, by, func(m []bool) bool {
 		return !slices.Contains(m, true)
 	})
 	return !ok && complete, name, complete

@@ -1,6 +1,7 @@
 package glob
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -80,10 +81,10 @@ func TestWitnessBudget(t *testing.T) {
 	}
 	// The same question with a small budget, and one the budget suffices for.
 	small := MustParse("*a???")
-	if _, ok, complete := witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 10); ok || complete {
+	if _, ok, complete := (Search{}).witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 10); ok || complete {
 		t.Error("witness with a budget of 10 states was complete")
 	}
-	if _, ok, complete := witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 100); ok || !complete {
+	if _, ok, complete := (Search{}).witness(small, []*Pattern{small}, func(m []bool) bool { return !m[0] }, 100); ok || !complete {
 		t.Error("witness with a budget of 100 states was not complete")
 	}
 }
@@ -206,8 +207,32 @@ func TestAnalysisExhaustive(t *testing.T) {
 
 		covered, name, complete := Covered(p, others)
 		check("Covered", none, name, !covered, complete)
+
 		if covered && name != "" {
 			t.Fatalf("Covered(%q, %q) = true with witness %q", p, srcs, name)
+		}
+
+		// Avoiding some of others prunes the search and changes no
+		// answer: the avoided patterns must not match, and accept
+		// decides the rest.
+		var avoid []int
+		for i := range others {
+			if rng.IntN(2) == 0 {
+				avoid = append(avoid, i)
+			}
+		}
+		avoiding := func(m []bool) bool {
+			for _, i := range avoid {
+				if m[i] {
+					return false
+				}
+			}
+			return accept(m)
+		}
+		name, ok, complete = Search{Avoid: avoid}.Witness(p, others, avoiding)
+		check("Witness avoiding "+fmt.Sprint(avoid), avoiding, name, ok, complete)
+		if plain, pok, _ := Witness(p, others, avoiding); plain != name || pok != ok {
+			t.Fatalf("Witness(%q, %q) = %q, %v; avoiding %v, %q, %v", p, srcs, plain, pok, avoid, name, ok)
 		}
 
 		ex, ok := Example(p)
@@ -218,5 +243,50 @@ func TestAnalysisExhaustive(t *testing.T) {
 		if ex != wex || ok != wok {
 			t.Fatalf("Example(%q) = %q, %v; Witness alone gives %q, %v", p, ex, ok, wex, wok)
 		}
+	}
+}
+
+// Avoiding the patterns a name must not match keeps a search over a list
+// of *x1*, *x2*, ... to the states where none has matched yet: without it,
+// each state past an x_i is stepped on every cell. The rule *x200* after
+// ? and *x0* ... *x199* is reached by "x200 x200"; a budget counts the work.
+func TestCoveredStarLists(t *testing.T) {
+	by := []*Pattern{MustParse("?")}
+	for i := range 200 {
+		by = append(by, MustParse("*"+string(rune(0x4e00+i))+"*"))
+	}
+	p := MustParse("*" + string(rune(0x4e00+200)) + "*")
+	none := func(m []bool) bool { return !slices.Contains(m, true) }
+	plain, pruned := NewBudget(1<<40), NewBudget(1<<40)
+	name, ok, complete := Search{Budget: plain}.Witness(p, by, none)
+	covered, cname, ccomplete := Search{Budget: pruned}.Covered(p, by)
+	if !ok || !complete || covered || !ccomplete || cname != name || !p.Match(name) || slices.ContainsFunc(by, func(o *Pattern) bool { return o.Match(name) }) {
+		t.Fatalf("Witness = %q, %v, %v; Covered = %v, %q, %v; want the same name, matched by p and none of by", name, ok, complete, covered, cname, ccomplete)
+	}
+	spentPlain, spentPruned := 1<<40-plain.left, 1<<40-pruned.left
+	if spentPruned*20 > spentPlain {
+		t.Errorf("the search avoiding the list spent %d units, without avoiding %d: want at most a twentieth", spentPruned, spentPlain)
+	}
+	t.Logf("units spent: %d avoiding, %d not", spentPruned, spentPlain)
+}
+
+// A shared budget stops every search once it is spent, and reports so; a
+// budget large enough changes no answer.
+func TestSearchBudget(t *testing.T) {
+	p, by := MustParse("*a*b"), parseAll(t, "*a", "*b*c")
+	want, wantOK, _ := Witness(p, by, func(m []bool) bool { return !m[0] })
+	big := NewBudget(1 << 30)
+	if got, ok, complete := (Search{Budget: big}).Witness(p, by, func(m []bool) bool { return !m[0] }); got != want || ok != wantOK || !complete || big.Exhausted() {
+		t.Fatalf("with a large budget: %q, %v, %v (exhausted %v); want %q, %v, complete", got, ok, complete, big.Exhausted(), want, wantOK)
+	}
+	small := NewBudget(5)
+	if _, ok, complete := (Search{Budget: small}).Witness(p, by, func(m []bool) bool { return !m[0] }); ok || complete || !small.Exhausted() {
+		t.Fatalf("with a budget of 5: ok %v, complete %v, exhausted %v; want an incomplete search and an exhausted budget", ok, complete, small.Exhausted())
+	}
+	if _, _, complete := (Search{Budget: small}).Covered(MustParse("x"), nil); complete {
+		t.Fatal("a search after the budget was spent was complete")
+	}
+	if (*Budget)(nil).Exhausted() {
+		t.Fatal("no budget is exhausted")
 	}
 }

@@ -564,17 +564,21 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // call, perhaps), 1e30 as -9223372036854775808 and 2^53+1 as 2^53: a
 // client could take the answer for another call's, or never see its own.
 func checkIntegerID(m jsonrpc.Message, b []byte) error {
-	var id jsonrpc.ID
-	switch m := m.(type) {
-	case *jsonrpc.Request:
-		id = m.ID
-	case *jsonrpc.Response:
-		id = m.ID
-	}
-	if _, ok := id.Raw().(int64); !ok {
+	if _, ok := messageID(m).Raw().(int64); !ok {
 		return nil
 	}
 	return integerIDError(rawID(b))
+}
+
+// messageID is the id of a request or a response; the zero ID otherwise.
+func messageID(m jsonrpc.Message) jsonrpc.ID {
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		return m.ID
+	case *jsonrpc.Response:
+		return m.ID
+	}
+	return jsonrpc.ID{}
 }
 
 // integerIDError says why the numeric id lit cannot be answered as

@@ -49,13 +49,7 @@ func FuzzFrontLine(f *testing.F) {
 				t.Fatalf("line %q: batch %v with %d messages", line, batch, len(msgs))
 			}
 			if lit := rawID(line); !batch && len(lit) > 0 && lit[0] != '"' && string(lit) != "null" {
-				var id jsonrpc.ID
-				switch m := msgs[0].(type) {
-				case *jsonrpc.Request:
-					id = m.ID
-				case *jsonrpc.Response:
-					id = m.ID
-				}
+				id := messageID(msgs[0])
 				n, err := strconv.ParseInt(string(lit), 10, 64)
 				if got, ok := id.Raw().(int64); err != nil || !ok || got != n {
 					t.Fatalf("line %q: id %s decoded as %v", line, lit, id.Raw())
@@ -113,13 +107,7 @@ func FuzzHTTPBodyIDs(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			var id jsonrpc.ID
-			switch m := m.(type) {
-			case *jsonrpc.Request:
-				id = m.ID
-			case *jsonrpc.Response:
-				id = m.ID
-			}
+			id := messageID(m)
 			got, ok := id.Raw().(int64)
 			if !ok {
 				continue

@@ -416,12 +416,7 @@ func TestHTTPDeleteEndsHolds(t *testing.T) {
 func TestHTTPNoStreamNoNotificationWarning(t *testing.T) {
 	oplog := &syncBuffer{}
 	tg := startGateway(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(oplog, nil)) })
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "no-stream", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
 	if err != nil {
@@ -574,12 +569,7 @@ func TestHTTPOpeningDoesNotWaitForOthers(t *testing.T) {
 // ends them.
 func TestHTTPRefusedDeleteKeepsHolds(t *testing.T) {
 	tg, held, ended := holdingGateway(t)
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	do := func(method, sid, version, body string) *http.Response {
 		req, _ := http.NewRequest(method, srv.URL, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer alice-token")
@@ -706,37 +696,12 @@ func TestRawID(t *testing.T) {
 // would answer 1.5 as 1 and 2^53+1 as 2^53.
 func TestHTTPFrontIDs(t *testing.T) {
 	tg := startGateway(t, nil)
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
 	post := func(session, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer alice-token")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set(sessionIDHeader, session)
-			req.Header.Set("Mcp-Protocol-Version", legacyVersion)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
-	}
-	resp, out := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	session := resp.Header.Get(sessionIDHeader)
-	if resp.StatusCode != http.StatusOK || session == "" {
-		t.Fatalf("initialize: %s %s", resp.Status, out)
-	}
-	if resp, out := post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("initialized: %s %s", resp.Status, out)
+		return do(http.MethodPost, "alice-token", session, legacyVersion, body)
 	}
 	for _, id := range []string{`1.5`, `1e30`, `1E2`, `2.0`, `1e400`, `-1e400`, `9007199254740993`, `-9007199254740992`} {
 		for _, body := range []string{
@@ -745,7 +710,7 @@ func TestHTTPFrontIDs(t *testing.T) {
 		} {
 			resp, out := post(session, body)
 			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id ` + id + ` is not an integer from -9007199254740991 to 9007199254740991; give a string id, or an integer in that range"}}`
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || strings.TrimSpace(out) != want {
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
 				t.Errorf("%s was answered %s (%s) %s; want 400 with %s", body, resp.Status, resp.Header.Get("Content-Type"), out, want)
 			}
 		}
@@ -788,6 +753,34 @@ func rawHTTP(t *testing.T, url string) func(method, token, session, version, bod
 	}
 }
 
+// aliceFront serves tg's HTTP front, with one token for alice, until the
+// test ends.
+func aliceFront(t *testing.T, tg *testGateway) *httptest.Server {
+	t.Helper()
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// rawHTTPSession opens a session of alice's at protocol version and
+// returns its id.
+func rawHTTPSession(t *testing.T, do func(method, token, session, version, body string) (*http.Response, string), version string) string {
+	t.Helper()
+	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize %s: %s %s", version, resp.Status, out)
+	}
+	if resp, out := do(http.MethodPost, "alice-token", sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %s %s", resp.Status, out)
+	}
+	return sid
+}
+
 // TestHTTPFrontBadInput: what the stdio front refuses the HTTP front
 // refuses too, with a JSON-RPC error in a 400 answer, where the SDK's
 // transport would take it: a response with both or neither of result and
@@ -796,26 +789,9 @@ func rawHTTP(t *testing.T, url string) func(method, token, session, version, bod
 // request's MCP-Protocol-Version says.
 func TestHTTPFrontBadInput(t *testing.T) {
 	tg := startGateway(t, nil)
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	do := rawHTTP(t, srv.URL)
-	open := func(version string) string {
-		t.Helper()
-		resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-		sid := resp.Header.Get(sessionIDHeader)
-		if resp.StatusCode != http.StatusOK || sid == "" {
-			t.Fatalf("initialize %s: %s %s", version, resp.Status, out)
-		}
-		if resp, out := do(http.MethodPost, "alice-token", sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("initialized: %s %s", resp.Status, out)
-		}
-		return sid
-	}
-	current, old := open(legacyVersion), open(oldVersion)
+	current, old := rawHTTPSession(t, do, legacyVersion), rawHTTPSession(t, do, oldVersion)
 	refused := func(what string, resp *http.Response, out, want string) {
 		t.Helper()
 		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
@@ -876,12 +852,7 @@ func TestHTTPFrontBadInput(t *testing.T) {
 func TestHTTPFrontProtocolVersions(t *testing.T) {
 	oplog := &syncBuffer{}
 	tg := startGateway(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(oplog, nil)) })
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	do := rawHTTP(t, srv.URL)
 	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	current := resp.Header.Get(sessionIDHeader)
@@ -915,19 +886,9 @@ func TestHTTPFrontProtocolVersions(t *testing.T) {
 // arguments of every kind.
 func TestHTTPDenialLooksLikeAbsence(t *testing.T) {
 	tg := startGateway(t, nil)
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	do := rawHTTP(t, srv.URL)
-	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacyVersion+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	sid := resp.Header.Get(sessionIDHeader)
-	if sid == "" {
-		t.Fatalf("initialize: %s %s", resp.Status, out)
-	}
-	do(http.MethodPost, "alice-token", sid, legacyVersion, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	sid := rawHTTPSession(t, do, legacyVersion)
 	call := func(name, args string) string {
 		t.Helper()
 		resp, out := do(http.MethodPost, "alice-token", sid, legacyVersion, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"`+name+`"`+args+`}}`)
@@ -948,12 +909,7 @@ func TestHTTPDenialLooksLikeAbsence(t *testing.T) {
 // sessionless protocol falls back to a handshake and is served.
 func TestHTTPSessionlessFallsBack(t *testing.T) {
 	tg := startGateway(t, nil)
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := aliceFront(t, tg)
 	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new-client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: newVersion})
 	if err != nil {

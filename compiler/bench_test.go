@@ -2,6 +2,7 @@ package compiler_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
@@ -38,5 +39,66 @@ func BenchmarkEvaluate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// manyScopesPolicy is a policy with n groups of 20 members, or, when
+// groups is false, n principals each with a scope of its own. Group g<i>
+// has members u<i> to u<i+19>, so each principal is in up to 20 groups
+// and the sets of groups of any two of them differ.
+func manyScopesPolicy(n int, groups bool) []compiler.File {
+	var src strings.Builder
+	src.WriteString("package policy\nmcp_servers: s: access: tool: allow_list: [\"get_*\", \"run_*\"]\n")
+	for i := range n {
+		if !groups {
+			fmt.Fprintf(&src, "principals: \"u%d@example.com\": mcp_servers: s: access: tool: deny_list: [\"run_%d_*\"]\n", i, i)
+			continue
+		}
+		members := make([]string, 20)
+		for j := range members {
+			members[j] = fmt.Sprintf("%q", fmt.Sprintf("u%d@example.com", i+j))
+		}
+		fmt.Fprintf(&src, "groups: g%d: {members: [%s], mcp_servers: s: access: tool: deny_list: [\"run_%d_*\"]}\n", i, strings.Join(members, ", "), i)
+	}
+	return []compiler.File{{Name: "scopes.cue", Data: []byte(src.String())}}
+}
+
+// BenchmarkCompileManyGroups compiles a policy with 4,000 overlapping
+// groups of 20 members; BenchmarkCompileManyPrincipals one with 4,000
+// principals, each with a scope of its own. The classes of principals are
+// built from the scopes' members, not by asking every scope about every
+// principal:
+//
+//	go test ./compiler -run '^$' -bench 'Many(Groups|Principals)' -benchmem
+func BenchmarkCompileManyGroups(b *testing.B) { benchmarkCompileScopes(b, 4000, true) }
+
+func BenchmarkCompileManyPrincipals(b *testing.B) { benchmarkCompileScopes(b, 4000, false) }
+
+// BenchmarkAnalyzeManyGroups and BenchmarkAnalyzeManyPrincipals run the
+// reachability analysis alone on the same policies, without the CUE
+// evaluation that takes most of a compile.
+func BenchmarkAnalyzeManyGroups(b *testing.B) { benchmarkAnalyzeScopes(b, 4000, true) }
+
+func BenchmarkAnalyzeManyPrincipals(b *testing.B) { benchmarkAnalyzeScopes(b, 4000, false) }
+
+func benchmarkAnalyzeScopes(b *testing.B, n int, groups bool) {
+	res := compiler.Compile(compiler.Input{Files: manyScopesPolicy(n, groups), Source: table.Source{PolicyPath: "bench"}})
+	if res.Policy == nil {
+		b.Fatalf("the benchmark policy does not compile: %v", res.Diagnostics)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		compiler.AnalyzeReach(res.Policy, compiler.ReachOptions{})
+	}
+}
+
+func benchmarkCompileScopes(b *testing.B, n int, groups bool) {
+	files := manyScopesPolicy(n, groups)
+	b.ReportAllocs()
+	for b.Loop() {
+		res := compiler.Compile(compiler.Input{Files: files, Source: table.Source{PolicyPath: "bench"}})
+		if res.Table == nil {
+			b.Fatalf("the benchmark policy does not compile: %v", res.Diagnostics)
+		}
 	}
 }

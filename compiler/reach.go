@@ -237,6 +237,8 @@ type class struct {
 	principal string // a representative; "" for principals with no scope
 	scopes    []*Scope
 	has       map[*Scope]bool
+	// rare is the scope of scopes that applies to the fewest classes.
+	rare *Scope
 }
 
 // uiList is a server's ui:// allowlist as the runtime applies it.
@@ -282,6 +284,7 @@ type analyzer struct {
 	blocks  []*rblock // in report order: base, then scopes
 	anyone  *class
 	classes []*class // classes of named principals
+	scoped  map[*Scope]*scopeClasses
 	ui      map[string]*uiList
 	uiAll   *glob.Pattern
 	res     *ReachResult
@@ -429,7 +432,10 @@ func escapeGlob(s string) string {
 }
 
 // buildClasses groups principals by the narrowing scopes that apply to
-// them, as the runtime builds one view per named principal.
+// them, as the runtime builds one view per named principal. The scopes of
+// each named principal are gathered in one pass over the scopes and their
+// members, as runtime.load gathers them, so that this costs the size of
+// the policy, not principals × scopes.
 func (a *analyzer) buildClasses() {
 	scopes := a.p.scopes()
 	a.anyone = &class{has: map[*Scope]bool{}}
@@ -446,26 +452,83 @@ func (a *analyzer) buildClasses() {
 	for n := range a.p.Principals {
 		named[n] = true
 	}
+	// everyone holds the indexes of the scopes that apply to every
+	// principal, applies those of the scopes that apply to each named one:
+	// both in scope order.
+	var everyone []int
+	applies := make(map[string][]int, len(named))
+	for i, sc := range scopes {
+		var who []string
+		switch {
+		case sc.Name == "global":
+			everyone = append(everyone, i)
+		case strings.HasPrefix(sc.Name, "group:"):
+			who = sc.Members
+		case strings.HasPrefix(sc.Name, "principal:"):
+			who = []string{strings.TrimPrefix(sc.Name, "principal:")}
+		}
+		// The decoder sorts members; appliesTo, which searches them,
+		// decides for a Policy built otherwise whose members are not.
+		sorted := slices.IsSorted(who)
+		for _, p := range who {
+			if at := applies[p]; p != "" && (sorted || appliesTo(sc, p)) && (len(at) == 0 || at[len(at)-1] != i) {
+				applies[p] = append(at, i)
+			}
+		}
+	}
+	a.scoped = map[*Scope]*scopeClasses{}
 	seen := map[string]bool{}
+	var key []byte
+	var idx []int
 	for _, name := range slices.Sorted(maps.Keys(named)) {
 		if name == "" {
 			continue
 		}
-		c := &class{principal: name, has: map[*Scope]bool{}}
-		var key []string
-		for _, sc := range scopes {
-			if appliesTo(sc, name) {
-				c.scopes = append(c.scopes, sc)
-				c.has[sc] = true
-				key = append(key, sc.Name)
+		// Merge the two lists, in scope order.
+		idx, key = idx[:0], key[:0]
+		g := 0
+		for _, i := range applies[name] {
+			for ; g < len(everyone) && everyone[g] < i; g++ {
+				idx = append(idx, everyone[g])
 			}
+			idx = append(idx, i)
 		}
-		k := strings.Join(key, "\x00")
-		if seen[k] {
+		idx = append(idx, everyone[g:]...)
+		for n, i := range idx {
+			if n > 0 {
+				key = append(key, 0)
+			}
+			key = append(key, scopes[i].Name...)
+		}
+		if seen[string(key)] {
 			continue
 		}
-		seen[k] = true
+		seen[string(key)] = true
+		c := &class{principal: name, scopes: make([]*Scope, len(idx)), has: make(map[*Scope]bool, len(idx))}
+		for n, i := range idx {
+			sc := scopes[i]
+			c.scopes[n] = sc
+			c.has[sc] = true
+			// A scope listed twice lists the class once.
+			s := a.scoped[sc]
+			if s == nil {
+				s = &scopeClasses{}
+				a.scoped[sc] = s
+			}
+			if len(s.all) == 0 || s.all[len(s.all)-1] != c {
+				s.all = append(s.all, c)
+			}
+		}
 		a.classes = append(a.classes, c)
+	}
+	// A class's rarest scope is the one that applies to the fewest
+	// classes; classesFor looks the classes up by it.
+	for _, c := range a.classes {
+		for _, sc := range c.scopes {
+			if c.rare == nil || len(a.scoped[sc].all) < len(a.scoped[c.rare].all) {
+				c.rare = sc
+			}
+		}
 	}
 }
 
@@ -482,33 +545,61 @@ func appliesTo(sc *Scope, principal string) bool {
 	return false
 }
 
+// scopeClasses is the classes a group or principal scope applies to, in
+// class order, and, once classesFor has found them, the minimal ones.
+type scopeClasses struct {
+	all, minimal []*class
+	done         bool
+}
+
 // classesFor returns the classes a block's rules must be judged for. Every
 // extra scope only adds constraints on a rule, so when one class's scopes
-// include another's, the smaller class suffices.
+// include another's, the smaller class suffices. The classes depend on the
+// block's scope only and are found once for each; callers must not modify
+// them.
 func (a *analyzer) classesFor(b *rblock) []*class {
 	if b.scope == nil || b.scope.Name == "global" {
 		return []*class{a.anyone}
 	}
-	var cands []*class
-	for _, c := range a.classes {
-		if c.has[b.scope] {
-			cands = append(cands, c)
-		}
+	s := a.scoped[b.scope]
+	if s == nil {
+		return nil
+	}
+	if !s.done {
+		s.minimal, s.done = slices.Clip(minimalClasses(s.all)), true
+	}
+	return s.minimal
+}
+
+// minimalClasses returns the classes of cands whose scopes include no
+// other's of cands. A class's scopes include d's only if they include d's
+// rarest scope, so each class is compared only with the classes whose
+// rarest scope it has, not with every other.
+func minimalClasses(cands []*class) []*class {
+	byRare := make(map[*Scope][]*class, len(cands))
+	for _, d := range cands {
+		byRare[d.rare] = append(byRare[d.rare], d)
 	}
 	var out []*class
 	for _, c := range cands {
-		minimal := true
-		for _, d := range cands {
-			if d != c && len(d.scopes) < len(c.scopes) && subset(d, c) {
-				minimal = false
-				break
-			}
-		}
-		if minimal {
+		if !hasSubclass(c, byRare) {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// hasSubclass reports whether a class of byRare other than c has fewer
+// scopes than c, all of them c's.
+func hasSubclass(c *class, byRare map[*Scope][]*class) bool {
+	for _, sc := range c.scopes {
+		for _, d := range byRare[sc] {
+			if d != c && len(d.scopes) < len(c.scopes) && subset(d, c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func subset(d, c *class) bool {

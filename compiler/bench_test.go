@@ -102,3 +102,24 @@ func benchmarkCompileScopes(b *testing.B, n int, groups bool) {
 		}
 	}
 }
+
+// BenchmarkUnknownKeys evaluates a policy with thousands of unknown keys in
+// one block, each reported with its own finding.
+func BenchmarkUnknownKeys(b *testing.B) {
+	for _, n := range []int{1000, 2500, 10000} {
+		var src strings.Builder
+		src.WriteString("package policy\n\nmcp_servers: github: access: tool: {\n\tallow_list: [\"get_*\"]\n")
+		for i := range n {
+			fmt.Fprintf(&src, "\tbogus_key_%d: 1\n", i)
+		}
+		src.WriteString("}\n")
+		files := []compiler.File{{Name: "p.cue", Data: []byte(src.String())}}
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if ev := compiler.Evaluate(files, compiler.PackageName, "#Policy"); len(ev.Diagnostics) != n {
+					b.Fatalf("%d diagnostics", len(ev.Diagnostics))
+				}
+			}
+		})
+	}
+}

@@ -62,7 +62,10 @@ type compilation struct {
 	def, pkg  string
 	policyDef cue.Value
 	parsed    *parsed
-	badKeys   map[string]bool
+	// badKeys are the keys the key check reported, and badKeyLens their
+	// lengths (see reportedKey).
+	badKeys    map[string]bool
+	badKeyLens map[int]bool
 	// markedKeys are the keys written with a field constraint marker (?
 	// or !), and markedAt where: each is reported once.
 	markedKeys map[string]bool
@@ -74,7 +77,7 @@ type compilation struct {
 }
 
 func newCompilation(pkg, def string) *compilation {
-	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{},
+	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{}, badKeyLens: map[int]bool{},
 		markedKeys: map[string]bool{}, markedAt: map[Position]bool{}}
 }
 

@@ -1,6 +1,7 @@
 package compiler_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,5 +50,35 @@ func TestSyntaxErrorOncePerPlace(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "a.cue:3:2: error[syntax-error]: illegal character NUL" {
 		t.Errorf("diagnostics %q, want the NUL once", got)
+	}
+}
+
+// TestManyUnknownKeys: every unknown key is reported once, at the key, and
+// nothing under it (its list entries and keys) is reported again, however
+// many there are.
+func TestManyUnknownKeys(t *testing.T) {
+	const n = 3000
+	var src strings.Builder
+	src.WriteString("package policy\n\nmcp_servers: github: access: tool: {\n\tallow_list: [\"get_*\"]\n")
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&src, "\tbogus_%d: 1\n", i)
+		case 1:
+			fmt.Fprintf(&src, "\tbogus_%d: [1, \"x\"]\n", i)
+		default:
+			fmt.Fprintf(&src, "\tbogus_%d: {a: 1, b: [2]}\n", i)
+		}
+	}
+	src.WriteString("}\n")
+	ev := Evaluate([]File{{Name: "p.cue", Data: []byte(src.String())}}, PackageName, "#Policy")
+	if len(ev.Diagnostics) != n {
+		t.Fatalf("%d diagnostics, want %d", len(ev.Diagnostics), n)
+	}
+	for i, d := range ev.Diagnostics {
+		want := fmt.Sprintf("mcp_servers.github.access.tool.bogus_%d: unknown key \"bogus_%d\"", i, i)
+		if d.Code != CodeUnknownKey || d.Pos.Line != 5+i || d.Pos.Column != 2 || d.Message != want {
+			t.Fatalf("diagnostic %d: %v %s %q, want unknown-key at 5+%d:2 %q", i, d.Pos, d.Code, d.Message, i, want)
+		}
 	}
 }

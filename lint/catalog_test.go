@@ -2,6 +2,7 @@ package lint
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -206,5 +207,72 @@ func TestItemPositions(t *testing.T) {
 	}
 	if len(idx) != len(want) {
 		t.Errorf("compact snapshot: %d items indexed, want %d: %v", len(idx), len(want), idx)
+	}
+}
+
+// longNames is a catalogue of tools with names of n characters that differ
+// in their last ones, and a policy allowing patterns that match none of
+// them, each a few edits from every tool.
+func longNames(t testing.TB, tools, patterns, n int) (*Catalogue, []compiler.File) {
+	base := strings.Repeat("t", n-8)
+	s := &catalog.Snapshot{Server: "github"}
+	for i := range tools {
+		s.Tools = append(s.Tools, catalog.Tool{Name: fmt.Sprintf("%s%08d", base, i)})
+	}
+	b, err := catalog.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []catalog.File{{Name: "github.json", Data: b}}
+	cat := &Catalogue{Files: files}
+	if cat.Current, err = catalog.Parse(files); err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	src.WriteString("mcp_servers: github: access: tool: allow_list: [\n")
+	for i := range patterns {
+		fmt.Fprintf(&src, "\t%q,\n", fmt.Sprintf("%sx%07d", base, i))
+	}
+	src.WriteString("]\n")
+	return cat, policy(src.String())
+}
+
+// TestCatalogueLongNames: a pattern that matches no catalogued tool gets
+// the nearest names as suggestions when it is of a usual length, and none
+// when it is longer than a name anyone misspells (it is reported all the
+// same).
+func TestCatalogueLongNames(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		suggest bool
+	}{{40, true}, {256, true}, {257, false}, {1000, false}} {
+		cat, files := longNames(t, 5, 2, tc.n)
+		var got int
+		for _, f := range LintCatalogue(files, nil, cat).Findings {
+			if f.Code != compiler.CodePatternNotCatalogued {
+				continue
+			}
+			got++
+			if did := strings.HasPrefix(f.Suggestion, "did you mean"); did != tc.suggest {
+				t.Errorf("names of %d characters: suggestion %.80q", tc.n, f.Suggestion)
+			}
+		}
+		if got != 2 {
+			t.Errorf("names of %d characters: %d pattern-not-in-catalog findings, want 2", tc.n, got)
+		}
+	}
+}
+
+// BenchmarkLintCatalogueLongNames lints 20 patterns against a catalogue of
+// 200 tools with names of 256 and of 1,000 characters, each pattern a few
+// edits from every tool.
+func BenchmarkLintCatalogueLongNames(b *testing.B) {
+	for _, n := range []int{256, 1000} {
+		cat, files := longNames(b, 200, 20, n)
+		b.Run(fmt.Sprintf("len=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				LintCatalogue(files, nil, cat)
+			}
+		})
 	}
 }

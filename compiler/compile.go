@@ -19,6 +19,7 @@ import (
 	"cuelang.org/go/cue/parser"
 
 	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/runtime/table"
 	"github.com/policyc/policyc/schema"
 )
@@ -238,7 +239,7 @@ func (c *compilation) check(p *Policy) {
 	for _, r := range refs {
 		if _, ok := p.Channels[r.s.Value]; !ok {
 			c.add(Diagnostic{Pos: r.s.Pos, Code: CodeUnknownChannel, Severity: Error, Path: r.path,
-				Message:    fmt.Sprintf("%s: %s channel %q is not defined in approval_channels", r.path, r.what, r.s.Value),
+				Message:    fmt.Sprintf("%s: %s channel %s is not defined in approval_channels", r.path, r.what, clip.Quote(r.s.Value)),
 				Suggestion: suggestion("define it under approval_channels, or use one of", slices.Sorted(maps.Keys(p.Channels)))})
 		}
 	}
@@ -270,7 +271,7 @@ func (c *compilation) check(p *Policy) {
 				Suggestion: "set consent_channel to a channel that reaches a human (for example the approvals page), or remove the allowlist"})
 		case !reaches(&s.UI.ConsentChannel):
 			c.add(Diagnostic{Pos: s.UI.ConsentChannel.Pos, Code: CodeUINoConsent, Severity: Error, Path: path + ".consent_channel",
-				Message:    fmt.Sprintf("%s.consent_channel: channel %q does not reach a human, so consent can never be given", path, s.UI.ConsentChannel.Value),
+				Message:    fmt.Sprintf("%s.consent_channel: channel %s does not reach a human, so consent can never be given", path, clip.Quote(s.UI.ConsentChannel.Value)),
 				Suggestion: "use a channel with reaches_human: true"})
 		}
 	}
@@ -301,8 +302,8 @@ func (c *compilation) check(p *Policy) {
 			// first "__": such a server's tools would not round-trip.
 			path := "mcp_servers." + name
 			c.add(Diagnostic{Pos: p.Servers[name].Pos, Code: CodeServerSeparator, Severity: Warning, Path: path,
-				Message:    fmt.Sprintf("%s: the gateway shows this server's tools as %q, and a server name with \"__\" or a trailing \"_\" cannot be told apart from the tool name after it, so policyc gateway refuses this server", path, name+"__<tool>"),
-				Suggestion: fmt.Sprintf("rename the server, here and in the gateway's upstreams, for example to %q", singleUnderscores(name))})
+				Message:    fmt.Sprintf("%s: the gateway shows this server's tools as %s, and a server name with \"__\" or a trailing \"_\" cannot be told apart from the tool name after it, so policyc gateway refuses this server", path, clip.Quote(name+"__<tool>")),
+				Suggestion: fmt.Sprintf("rename the server, here and in the gateway's upstreams, for example to %s", clip.Quote(singleUnderscores(name)))})
 		}
 	}
 	for _, sc := range p.scopes() {
@@ -315,7 +316,7 @@ func (c *compilation) check(p *Policy) {
 			if _, ok := p.Servers[sname]; !ok {
 				path := scopePath(sc.Name) + ".mcp_servers." + sname
 				c.add(Diagnostic{Pos: ss.Pos, Code: CodeUnknownServer, Severity: Warning, Path: path,
-					Message:    fmt.Sprintf("%s: server %q is not defined in mcp_servers, so these rules never apply", path, sname),
+					Message:    fmt.Sprintf("%s: server %s is not defined in mcp_servers, so these rules never apply", path, clip.Quote(sname)),
 					Suggestion: suggestion("check the name; defined servers are", all)})
 				continue
 			}
@@ -366,7 +367,7 @@ func scopePath(name string) string {
 func plural(names []string, one, many string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = fmt.Sprintf("%q", n)
+		quoted[i] = clip.Quote(n)
 	}
 	if len(names) == 1 {
 		return fmt.Sprintf(one, quoted[0])

@@ -19,6 +19,7 @@ import (
 	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/cue/token"
 
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/regfile"
 	"github.com/policyc/policyc/internal/utf8pos"
 )
@@ -116,7 +117,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 			pos := Position{File: f.Name, Line: 1, Column: 1}
 			msg := "file has no package clause"
 			if name != "" {
-				msg = fmt.Sprintf("file is in package %q", name)
+				msg = fmt.Sprintf("file is in package %s", clip.Quote(name))
 				for _, d := range tree.Decls {
 					if pkg, ok := d.(*ast.Package); ok {
 						pos = posOf(pkg.Name.Pos())
@@ -187,7 +188,7 @@ func (c *compilation) checkImports(f *ast.File) {
 		}
 		c.badImports[path] = true
 		c.add(Diagnostic{Pos: posOf(spec.Path.Pos()), Code: CodeType, Severity: Error,
-			Message:    fmt.Sprintf("import %q: the files of package %s are read without a CUE module, so only CUE's standard library can be imported (\"strings\", \"list\", ...)", path, c.pkg),
+			Message:    fmt.Sprintf("import %s: the files of package %s are read without a CUE module, so only CUE's standard library can be imported (\"strings\", \"list\", ...)", clip.Quote(path), c.pkg),
 			Suggestion: "write what it defines in a .cue file of the directory (package " + c.pkg + "), or remove the import"})
 	}
 }
@@ -344,7 +345,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 						d.Suggestion = fmt.Sprintf("write the number without quotes: %s", u)
 					}
 				case wt == "string" && (gt == "int" || gt == "float" || gt == "bool") && quotedFits(want, given):
-					d.Suggestion = fmt.Sprintf("write it in quotes: %q", given)
+					d.Suggestion = fmt.Sprintf("write it in quotes: %s", clip.Quote(given))
 				}
 				c.add(d)
 				continue
@@ -623,6 +624,16 @@ func (c *compilation) reportKey(dotted string) {
 	c.badKeyLens[len(dotted)] = true
 }
 
+// shownPath is a key path as a message shows it: its keys joined by
+// dots, each long one shortened (see clip.String).
+func shownPath(keyPath []string) string {
+	keys := make([]string, len(keyPath))
+	for i, k := range keyPath {
+		keys[i] = clip.String(k)
+	}
+	return strings.Join(keys, ".")
+}
+
 // keyPos returns where a dotted key path was written, or the closest
 // enclosing key that was.
 func (c *compilation) keyPos(dotted string) Position {
@@ -691,7 +702,7 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 			continue
 		}
 		if marker != "" {
-			c.add(c.markedKey(dotted, name, marker, pos))
+			c.add(c.markedKey(keyPath, marker, pos))
 		}
 		if st, ok := field.Value.(*ast.StructLit); ok && child.IncompleteKind()&cue.StructKind != 0 {
 			c.walkStruct(st.Elts, child, keyPath)
@@ -704,18 +715,21 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 // a key may be left out; in the data they make the field a constraint with
 // no value, so CUE leaves the key out and whatever it held would silently
 // not exist (a deny_list? denies nothing).
-func (c *compilation) markedKey(dotted, name, marker string, pos Position) Diagnostic {
+func (c *compilation) markedKey(keyPath []string, marker string, pos Position) Diagnostic {
+	dotted, name := strings.Join(keyPath, "."), keyPath[len(keyPath)-1]
 	kind := "optional"
 	if marker == "!" {
 		kind = "required"
 	}
 	what := c.sourceNoun()
 	if !ast.IsValidIdent(name) || strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_") {
-		name = strconv.Quote(name) // as it must be written
+		name = clip.Quote(name) // as it must be written
+	} else {
+		name = clip.String(name)
 	}
 	return Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted,
 		Message: fmt.Sprintf("%s%s: %s-field markers (%s) have no meaning in %s: CUE reads %s%s as a constraint, not a value, so it would silently set nothing",
-			dotted, marker, kind, marker, what, name, marker),
+			shownPath(keyPath), marker, kind, marker, what, name, marker),
 		Suggestion: fmt.Sprintf("remove the %s and write %s: (the schema marks keys with ? or ! to say whether they may be left out; %s sets them without a marker)",
 			marker, name, what)}
 }
@@ -771,7 +785,7 @@ func (c *compilation) checkMarkedValues(v cue.Value, path []string) {
 			c.markedKeys[dotted] = true
 			if !c.markedAt[pos] { // a pattern constraint gives one field per key it applies to
 				c.markedAt[pos] = true
-				c.add(c.markedKey(dotted, name, marker, pos))
+				c.add(c.markedKey(keyPath, marker, pos))
 			}
 		}
 		c.checkMarkedValues(fv, keyPath)
@@ -864,6 +878,7 @@ func (c *compilation) schemaChild(schema cue.Value, name string) (cue.Value, boo
 // default in a narrowing scope) and a suggestion when a known key is near.
 func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Position) Diagnostic {
 	dotted := strings.Join(keyPath, ".")
+	shown := shownPath(keyPath)
 	name := keyPath[len(keyPath)-1]
 	parent := ""
 	if len(keyPath) >= 2 {
@@ -879,23 +894,23 @@ func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Positio
 	case fetch && name == "approval_list":
 		d.Code = CodeApprovalOnFetch
 		d.Message = fmt.Sprintf("%s: approval_list is not allowed on a %s: no approval hold exists on %s, so a human could never be asked and the entries would never be enforced",
-			dotted, parent, fetchMethod(parent))
+			shown, parent, fetchMethod(parent))
 		d.Suggestion = fmt.Sprintf("approval holds apply to tool calls only; to withhold these %ss, move the patterns to deny_list", parent)
 		return d
 	case fetch && (name == "approval_timeout_seconds" || name == "approval_channel"):
-		d.Message = fmt.Sprintf("%s: %s applies to tool approvals only; no approval hold exists on %s", dotted, name, fetchMethod(parent))
+		d.Message = fmt.Sprintf("%s: %s applies to tool approvals only; no approval hold exists on %s", shown, name, fetchMethod(parent))
 		d.Suggestion = "remove it; use deny_list to withhold an item"
 		return d
 	case narrowing && name == "default" && keyPath[0] != "global":
-		d.Message = fmt.Sprintf("%s: a group or principal cannot set a default: a narrower scope can only take access away", dotted)
+		d.Message = fmt.Sprintf("%s: a group or principal cannot set a default: a narrower scope can only take access away", shown)
 		d.Suggestion = "use allow_list to restrict this scope to some names, or deny_list to remove names"
 		return d
 	case keyPath[0] == "global" && name == "default":
-		d.Message = fmt.Sprintf("%s: defaults are set in the top-level defaults block or per server, not in global", dotted)
+		d.Message = fmt.Sprintf("%s: defaults are set in the top-level defaults block or per server, not in global", shown)
 		d.Suggestion = fmt.Sprintf("write defaults: %s: %q, or set default in mcp_servers.<server>.access.%s", parent, "deny", parent)
 		return d
 	case narrowing && keyPath[0] != "global" && name == "approval_channel":
-		d.Message = fmt.Sprintf("%s: approval channels are chosen per server or in global, not per group or principal", dotted)
+		d.Message = fmt.Sprintf("%s: approval channels are chosen per server or in global, not per group or principal", shown)
 		d.Suggestion = "set approval_channel in mcp_servers.<server>.access.tool or global.access.tool"
 		return d
 	}
@@ -906,6 +921,7 @@ func (c *compilation) unknownKey(schema cue.Value, keyPath []string, pos Positio
 // reason: the closest known key, or the list of known keys.
 func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Position) Diagnostic {
 	dotted := strings.Join(keyPath, ".")
+	shown := shownPath(keyPath)
 	name := keyPath[len(keyPath)-1]
 	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
 	known := c.knownKeys(schema)
@@ -913,11 +929,11 @@ func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Po
 		// A map keyed by name (servers, channels, groups, principals): the
 		// key is not unknown, it is not a valid name.
 		d.Code = CodeType
-		d.Message = fmt.Sprintf("%s: %q is not a valid name", dotted, name)
+		d.Message = fmt.Sprintf("%s: %s is not a valid name", shown, clip.Quote(name))
 		d.Suggestion = nameRule
 		return d
 	}
-	d.Message = fmt.Sprintf("%s: unknown key %q", dotted, name)
+	d.Message = fmt.Sprintf("%s: unknown key %s", shown, clip.Quote(name))
 	if s := Suggest(name, known); s != "" {
 		d.Suggestion = fmt.Sprintf("did you mean %q?", s)
 	} else if len(known) > 0 {

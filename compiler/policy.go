@@ -7,6 +7,7 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/glob"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -276,7 +277,7 @@ func (d decoder) checkUIPattern(e Entry, path string) {
 	star := strings.IndexAny(rest, "*?[\\")
 	if star >= 0 && !(star == len(rest)-1 && rest[star] == '*') || rest == "" || rest == "*" {
 		d.c.add(Diagnostic{Pos: e.Pos, Code: CodeInvalidUIPattern, Severity: Error, Path: path,
-			Message:    fmt.Sprintf("%s: %q is not an exact ui:// URI, a prefix ending in *, or a prefix ending in /", path, e.Pattern),
+			Message:    fmt.Sprintf("%s: %s is not an exact ui:// URI, a prefix ending in *, or a prefix ending in /", path, clip.Quote(e.Pattern)),
 			Suggestion: `write "ui://server/app.html", "ui://server/app*" or "ui://server/"`})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/suggest"
 	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/table"
@@ -105,7 +106,7 @@ func (c *catalogueCheck) patterns() {
 					continue
 				}
 				d := compiler.Diagnostic{Pos: e.Pos, Code: compiler.CodePatternNotCatalogued, Severity: compiler.Warning, Path: l.Path,
-					Message: fmt.Sprintf("%s pattern %q matches no %s in the catalogue of %s (%s)", kind, e.Pattern, kind, server, path.Join(catalog.Dir, server+".json"))}
+					Message: fmt.Sprintf("%s pattern %s matches no %s in the catalogue of %s (%s)", kind, clip.Quote(e.Pattern), kind, server, path.Join(catalog.Dir, server+".json"))}
 				if near := compiler.Nearest(e.Pattern, names, 3); len(near) > 0 {
 					d.Suggestion = "did you mean " + quoteList(near) + "?"
 				} else {
@@ -159,7 +160,7 @@ func (c *catalogueCheck) item(it catalog.Item) {
 			scope = " of scope " + d.Scope
 		}
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
-			Message:    fmt.Sprintf("%s %s %q is catalogued but no rule names it: it falls to the default %s%s (%s)", it.Server, it.Kind, it.Name, d.Effect, scope, from),
+			Message:    fmt.Sprintf("%s %s %s is catalogued but no rule names it: it falls to the default %s%s (%s)", it.Server, it.Kind, clip.Quote(it.Name), d.Effect, scope, from),
 			Suggestion: fmt.Sprintf("name it in a list of mcp_servers.%s.access.%s, so that its decision is written down", it.Server, it.Kind)})
 	}
 	if it.Tool == nil {
@@ -193,14 +194,14 @@ func (c *catalogueCheck) item(it catalog.Item) {
 		pos := c.originPos(origin, k.pattern)
 		if destroy {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
-				Message: fmt.Sprintf("%s tool %q may be destructive by its annotations (%s) and is allowed without approval %s by %s",
-					it.Server, it.Name, hints(it.Tool), who, decidedBy(origin, table.Allow, k.pattern)),
-				Suggestion: fmt.Sprintf("put %q on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", it.Name, it.Server)})
+				Message: fmt.Sprintf("%s tool %s may be destructive by its annotations (%s) and is allowed without approval %s by %s",
+					it.Server, clip.Quote(it.Name), hints(it.Tool), who, decidedBy(origin, table.Allow, k.pattern)),
+				Suggestion: fmt.Sprintf("put %s on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", clip.Quote(it.Name), it.Server)})
 		} else {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeApprovalOnReadOnly, Severity: compiler.Info,
-				Message: fmt.Sprintf("%s tool %q is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
-					it.Server, it.Name, who, decidedBy(origin, table.Approve, k.pattern)),
-				Suggestion: fmt.Sprintf("allow %q instead, if you trust the server's hint; keep the approval if you do not", it.Name)})
+				Message: fmt.Sprintf("%s tool %s is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
+					it.Server, clip.Quote(it.Name), who, decidedBy(origin, table.Approve, k.pattern)),
+				Suggestion: fmt.Sprintf("allow %s instead, if you trust the server's hint; keep the approval if you do not", clip.Quote(it.Name))})
 		}
 	}
 }
@@ -212,8 +213,8 @@ func (c *catalogueCheck) item(it catalog.Item) {
 func (c *catalogueCheck) unknownServer(name string) {
 	file := path.Join(catalog.Dir, catalog.FileName(name))
 	d := compiler.Diagnostic{Pos: serverKeyPos(file, c.lines[name]), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
-		Message: fmt.Sprintf("server %q is catalogued (%s) but mcp_servers does not define it: the gateway denies every item of it",
-			name, c.cat.Current.Servers[name].Counts())}
+		Message: fmt.Sprintf("server %s is catalogued (%s) but mcp_servers does not define it: the gateway denies every item of it",
+			clip.Quote(name), c.cat.Current.Servers[name].Counts())}
 	// The servers of the policy without a snapshot are the ones this
 	// server may be under another name.
 	var bare []string
@@ -269,8 +270,8 @@ func (c *catalogueCheck) schemas() {
 			d = c.rt.Decide("", it.Server, kind, it.Name).Effect.String()
 		}
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeInputSchemaChanged, Severity: compiler.Warning,
-			Message: fmt.Sprintf("the input schema of %s tool %q changed since the snapshot committed at HEAD (%s → %s); its decision is %s",
-				it.Server, it.Name, shortDigest(was), shortDigest(now), d),
+			Message: fmt.Sprintf("the input schema of %s tool %s changed since the snapshot committed at HEAD (%s → %s); its decision is %s",
+				it.Server, clip.Quote(it.Name), shortDigest(was), shortDigest(now), d),
 			Suggestion: "review what the new arguments let a caller do (the change to " + path.Join(catalog.Dir, it.Server+".json") + "), then commit the snapshot"})
 	}
 }
@@ -311,7 +312,7 @@ func decidedBy(origin, effect, pattern string) string {
 	if effect == table.Approve {
 		list = "approval_list"
 	}
-	return fmt.Sprintf("%s entry %q at %s", list, pattern, origin)
+	return fmt.Sprintf("%s entry %s at %s", list, clip.Quote(pattern), origin)
 }
 
 // whom names the principals a finding is about; "" is anyone without a

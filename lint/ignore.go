@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/clip"
 )
 
 // IgnoreDirective is the comment that silences one finding:
@@ -72,7 +73,7 @@ func parseIgnores(f compiler.File) ([]*ignore, []compiler.Diagnostic) {
 		id := fields[0]
 		reason := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), id))
 		if _, ok := compiler.LookupCode(id); !ok {
-			invalid(fmt.Sprintf("policyc:ignore names %q, which is not a rule: it silences nothing", id), suggestID(id))
+			invalid(fmt.Sprintf("policyc:ignore names %s, which is not a rule: it silences nothing", clip.Quote(id)), suggestID(id))
 			continue
 		}
 		if Fixed(id) || id == compiler.CodeUnusedIgnore || id == compiler.CodeInvalidIgnore {

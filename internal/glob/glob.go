@@ -47,9 +47,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/policyc/policyc/internal/clip"
 )
 
 // Surrogate code points: never produced by decoding, so never in a name.
@@ -66,15 +67,7 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	shown := strconv.Quote(e.Pattern)
-	if len(e.Pattern) > 80 {
-		cut := 60
-		for cut > 0 && !utf8.RuneStart(e.Pattern[cut]) {
-			cut--
-		}
-		shown = fmt.Sprintf("%s… (%d bytes)", strconv.Quote(e.Pattern[:cut]), len(e.Pattern))
-	}
-	return fmt.Sprintf("invalid glob %s: %s at offset %d", shown, e.Msg, e.Offset)
+	return fmt.Sprintf("invalid glob %s: %s at offset %d", clip.Quote(e.Pattern), e.Msg, e.Offset)
 }
 
 // MaxPatternLen is the most elements a pattern may have: runes, wildcards

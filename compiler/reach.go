@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/glob"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -173,7 +174,7 @@ func (r *rrule) match(name string) bool {
 
 // describe names a rule in a message: its key path, pattern and position.
 func (r *rrule) describe() string {
-	return fmt.Sprintf("%s %q (%s)", r.path, r.entry.Pattern, r.entry.Pos)
+	return fmt.Sprintf("%s %s (%s)", r.path, clip.Quote(r.entry.Pattern), r.entry.Pos)
 }
 
 // rblock is the rules of one scope for one server (or all) and kind.
@@ -830,13 +831,13 @@ func (a *analyzer) analyzeBlock(b *rblock) {
 
 func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, servers []string, classes []*class, rr RuleReach) RuleReach {
 	if r.pat().Empty() {
-		a.add(r, CodeEmptyPattern, fmt.Sprintf("%s: %q can match no name: a character class in it admits no character", r.path, r.entry.Pattern),
+		a.add(r, CodeEmptyPattern, fmt.Sprintf("%s: %s can match no name: a character class in it admits no character", r.path, clip.Quote(r.entry.Pattern)),
 			"fix the class so that it admits the characters you mean, or remove the entry")
 		return rr
 	}
 	if first := seen[r.entry.Pattern]; first != nil {
-		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %q is already listed at %s (%s): this entry never decides any name",
-			r.path, r.entry.Pattern, first.path, first.entry.Pos), "remove the duplicate")
+		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %s is already listed at %s (%s): this entry never decides any name",
+			r.path, clip.Quote(r.entry.Pattern), first.path, first.entry.Pos), "remove the duplicate")
 		return rr
 	}
 	if len(servers) == 0 || len(classes) == 0 {
@@ -1000,9 +1001,9 @@ func describeAll(rs []*rrule) string {
 }
 
 func (a *analyzer) reportShadowed(r *rrule, cover []*rrule) {
-	msg := fmt.Sprintf("%s: %q is wholly shadowed by %s, which come first in this block: it never decides any name", r.path, r.entry.Pattern, describeAll(cover))
+	msg := fmt.Sprintf("%s: %s is wholly shadowed by %s, which come first in this block: it never decides any name", r.path, clip.Quote(r.entry.Pattern), describeAll(cover))
 	if len(cover) == 1 {
-		msg = fmt.Sprintf("%s: %q is wholly shadowed by %s, which comes first in this block: it never decides any name", r.path, r.entry.Pattern, cover[0].describe())
+		msg = fmt.Sprintf("%s: %s is wholly shadowed by %s, which comes first in this block: it never decides any name", r.path, clip.Quote(r.entry.Pattern), cover[0].describe())
 	}
 	if r.eff == effApprove {
 		msg += ", so the human is never asked"
@@ -1041,8 +1042,8 @@ func (a *analyzer) reportPartial(b *rblock, r *rrule, earlier []*rrule, rr RuleR
 }
 
 func (a *analyzer) reportLost(r *rrule, rr RuleReach, lost string, taker *rrule) {
-	a.add(r, CodePartlyShadowed, fmt.Sprintf("%s: %q is partly shadowed: it still decides %q, but %q goes to %s",
-		r.path, r.entry.Pattern, rr.Witness, lost, taker.describe()),
+	a.add(r, CodePartlyShadowed, fmt.Sprintf("%s: %s is partly shadowed: it still decides %s, but %s goes to %s",
+		r.path, clip.Quote(r.entry.Pattern), clip.Quote(rr.Witness), clip.Quote(lost), taker.describe()),
 		"nothing to do if that is intended; otherwise narrow one of the two patterns")
 }
 
@@ -1056,8 +1057,8 @@ func (a *analyzer) reportUIPartial(b *rblock, r *rrule, rr RuleReach) {
 	if !ok {
 		return
 	}
-	a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %q admits ui:// URIs that mcp_servers.%s.ui does not allowlist, so they are denied, for example %q",
-		r.path, r.entry.Pattern, b.server, n), a.uiSuggestion(b.server))
+	a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %s admits ui:// URIs that mcp_servers.%s.ui does not allowlist, so they are denied, for example %s",
+		r.path, clip.Quote(r.entry.Pattern), b.server, clip.Quote(n)), a.uiSuggestion(b.server))
 }
 
 // uiDenied finds a ui:// URI that r decides within its block but the ui
@@ -1092,8 +1093,8 @@ func (a *analyzer) reportDead(b *rblock, r *rrule, example, server string, c *cl
 		if n, s, ok := a.searchOthers(b, r, func(st []*rblock, j int, effOf func(i int) effect, _ bool) bool {
 			return combine(st, j, r.eff, effOf, true)
 		}); ok {
-			a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %q never allows anything: the ui:// URIs it admits are not on mcp_servers.%s.ui.allow_list, so they are denied (for example %q), and every other name it matches is decided by other rules",
-				r.path, r.entry.Pattern, s, n), a.uiSuggestion(s))
+			a.add(r, CodeUIResourceDenied, fmt.Sprintf("%s: %s never allows anything: the ui:// URIs it admits are not on mcp_servers.%s.ui.allow_list, so they are denied (for example %s), and every other name it matches is decided by other rules",
+				r.path, clip.Quote(r.entry.Pattern), s, clip.Quote(n)), a.uiSuggestion(s))
 			return
 		}
 	}
@@ -1109,26 +1110,26 @@ func (a *analyzer) reportDead(b *rblock, r *rrule, example, server string, c *cl
 				}
 				return true
 			}); ok {
-				a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %q changes no decision: every call it matches is already held for approval or denied, for example %q%s is %s",
-					r.path, r.entry.Pattern, n, on, a.decider(st, server, n)),
+				a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %s changes no decision: every call it matches is already held for approval or denied, for example %s%s is %s",
+					r.path, clip.Quote(r.entry.Pattern), clip.Quote(n), on, a.decider(st, server, n)),
 					"remove the entry; the broader scope already holds these calls")
 				return
 			}
 		}
-		a.add(r, CodeApprovalNeverAsked, fmt.Sprintf("%s: %q is never held for approval, so the human is never asked: a deny always wins, for example %q%s is %s",
-			r.path, r.entry.Pattern, example, on, why),
+		a.add(r, CodeApprovalNeverAsked, fmt.Sprintf("%s: %s is never held for approval, so the human is never asked: a deny always wins, for example %s%s is %s",
+			r.path, clip.Quote(r.entry.Pattern), clip.Quote(example), on, why),
 			"remove the entry, or narrow the deny that beats it if a human should decide these calls")
 	case b.narrowing && r.eff == effAllow:
-		a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %q cannot widen access: %s can only take access away, and every name it matches is denied anyway, for example %q%s is %s",
-			r.path, r.entry.Pattern, scopePath(b.scopeName), example, on, why),
+		a.add(r, CodeNarrowingNoEffect, fmt.Sprintf("%s: %s cannot widen access: %s can only take access away, and every name it matches is denied anyway, for example %s%s is %s",
+			r.path, clip.Quote(r.entry.Pattern), scopePath(b.scopeName), clip.Quote(example), on, why),
 			"grant access in the server's own rules (mcp_servers.<server>.access), then narrow it here; or remove the entry")
 	case b.narrowing:
-		a.add(r, CodeRedundantDeny, fmt.Sprintf("%s: %q changes no decision today: every name it matches is already denied, for example %q%s is %s",
-			r.path, r.entry.Pattern, example, on, why),
+		a.add(r, CodeRedundantDeny, fmt.Sprintf("%s: %s changes no decision today: every name it matches is already denied, for example %s%s is %s",
+			r.path, clip.Quote(r.entry.Pattern), clip.Quote(example), on, why),
 			"keep it if it guards against later changes to the server rules, or remove it")
 	default:
-		a.add(r, CodeAllowNeverAllows, fmt.Sprintf("%s: %q never allows anything: another scope holds or denies every name it matches, for example %q is %s",
-			r.path, r.entry.Pattern, example, why),
+		a.add(r, CodeAllowNeverAllows, fmt.Sprintf("%s: %s never allows anything: another scope holds or denies every name it matches, for example %s is %s",
+			r.path, clip.Quote(r.entry.Pattern), clip.Quote(example), why),
 			"remove the entry, or change the rule that beats it")
 	}
 }
@@ -1294,6 +1295,6 @@ func (a *analyzer) reportIncomplete() {
 	}
 	info, _ := LookupCode(CodeReachIncomplete)
 	a.res.Diagnostics = append(a.res.Diagnostics, Diagnostic{Pos: first.Entry.Pos, Code: CodeReachIncomplete, Severity: info.Level, Path: first.Path,
-		Message:    fmt.Sprintf("%s: the analysis could not tell whether %q%s ever takes effect: %s, so a rule among them that never does goes unreported", first.Path, first.Entry.Pattern, others, why),
+		Message:    fmt.Sprintf("%s: the analysis could not tell whether %s%s ever takes effect: %s, so a rule among them that never does goes unreported", first.Path, clip.Quote(first.Entry.Pattern), others, why),
 		Suggestion: "a wildcard followed by many ? (*a????????????????) or long lists of patterns like *x*y make the search grow exponentially; write them more narrowly, or check these rules by hand and silence this finding with // policyc:ignore reach-incomplete <reason>"})
 }

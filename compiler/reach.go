@@ -1263,9 +1263,8 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 }
 
 // ReachBudget is the work the reachability analysis of one policy may do,
-// in glob.Budget units: about 3 s on a 2-CPU machine. A generated policy
-// of 200 servers and 8,000 rules spends 1.4 million.
-const ReachBudget = 100_000_000
+// in glob.Budget units.
+const ReachBudget = glob.DefaultBudget
 
 // reportIncomplete reports, once, the rules whose verdict the analysis
 // could not settle: a search of one passed glob.MaxWitnessStates states,

@@ -19,6 +19,7 @@ type block struct {
 	kind     runtime.Kind
 	class    class
 	opts     Options
+	bounds   glob.Search // the comparison's budget
 
 	// The patterns of both tables, each once: rule patterns, ui allowlist
 	// entries as globs, and ui://* for resources.
@@ -243,7 +244,7 @@ func (b *block) search(rep *Report, r int) error {
 		return !matched && b.wantUnmatched
 	}
 	for {
-		name, ok, complete := glob.Witness(probe, otherPats, accept)
+		name, ok, complete := b.bounds.Witness(probe, otherPats, accept)
 		if !complete {
 			what := "(every name)"
 			if self >= 0 {

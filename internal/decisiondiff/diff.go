@@ -44,6 +44,10 @@ type Items interface {
 type Options struct {
 	// Items, when set, adds catalogued names to the names compared.
 	Items Items
+	// Budget bounds the work of all the searches of one comparison, in
+	// glob.Budget units; 0 means glob.DefaultBudget, as for lint's
+	// analysis. Once it is spent, each search left is reported Undecided.
+	Budget int64
 }
 
 // Side describes one of the two tables.
@@ -158,11 +162,15 @@ func Compare(so, sn *table.Table, opts Options) (*Report, error) {
 	rep.RulesAdded, rep.RulesRemoved = diffRules(so, sn)
 	rep.MembersAdded, rep.MembersRemoved = diffMembers(so, sn)
 
+	if opts.Budget <= 0 {
+		opts.Budget = glob.DefaultBudget
+	}
+	search := glob.Search{Budget: glob.NewBudget(opts.Budget)}
 	principals := namedPrincipals(so, sn)
 	for _, server := range unionKeys(so.Servers, sn.Servers) {
 		for k := runtime.Tool; k <= runtime.Resource; k++ {
 			for _, cl := range classes(so, sn, principals, server, k) {
-				b := &block{old: so, new: sn, server: server, kind: k, class: cl, opts: opts}
+				b := &block{old: so, new: sn, server: server, kind: k, class: cl, opts: opts, bounds: search}
 				if err := b.compare(rep); err != nil {
 					return nil, err
 				}

@@ -321,6 +321,31 @@ mcp_servers: s: access: tool: {
 	}
 }
 
+// Once a comparison has spent its budget, each search left is reported
+// undecided, so the report still says a change may hide there; with the
+// default budget the same tables are compared in full.
+func TestBudget(t *testing.T) {
+	old := compile(t, map[string]string{"p.cue": `package policy
+
+mcp_servers: s: access: tool: allow_list: ["get_*", "list_*"]
+`})
+	new := compile(t, map[string]string{"p.cue": `package policy
+
+mcp_servers: s: access: tool: {
+	allow_list: ["get_*", "list_*"]
+	deny_list: ["get_secret*"]
+}
+`})
+	full := compare(t, old, new, Options{})
+	if len(full.Undecided) != 0 || len(full.Changes) == 0 {
+		t.Fatalf("with the default budget: %d undecided, %d changes; want changes and nothing undecided", len(full.Undecided), len(full.Changes))
+	}
+	r := compare(t, old, new, Options{Budget: 1})
+	if !r.Changed() || len(r.Undecided) == 0 {
+		t.Fatalf("with a budget of 1: changed %v, undecided %v; want the searches left undecided", r.Changed(), r.Undecided)
+	}
+}
+
 func TestAffixes(t *testing.T) {
 	for src, want := range map[string]affix{
 		"get_*":         {"get_", ""},

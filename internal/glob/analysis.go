@@ -60,6 +60,11 @@ type Budget struct {
 	spent bool
 }
 
+// DefaultBudget is the budget of one analysis (lint's of a policy, diff's
+// of two tables): about 3 s of searching on a 2-CPU machine. A generated
+// policy of 200 servers and 8,000 rules spends 1.4 million units.
+const DefaultBudget = 100_000_000
+
 // NewBudget returns a budget of n units.
 func NewBudget(n int64) *Budget { return &Budget{left: n} }
 

@@ -456,27 +456,9 @@ func (a *analyzer) buildClasses() {
 	// everyone holds the indexes of the scopes that apply to every
 	// principal, applies those of the scopes that apply to each named one:
 	// both in scope order.
-	var everyone []int
-	applies := make(map[string][]int, len(named))
-	for i, sc := range scopes {
-		var who []string
-		switch {
-		case sc.Name == "global":
-			everyone = append(everyone, i)
-		case strings.HasPrefix(sc.Name, "group:"):
-			who = sc.Members
-		case strings.HasPrefix(sc.Name, "principal:"):
-			who = []string{strings.TrimPrefix(sc.Name, "principal:")}
-		}
-		// The decoder sorts members; appliesTo, which searches them,
-		// decides for a Policy built otherwise whose members are not.
-		sorted := slices.IsSorted(who)
-		for _, p := range who {
-			if at := applies[p]; p != "" && (sorted || appliesTo(sc, p)) && (len(at) == 0 || at[len(at)-1] != i) {
-				applies[p] = append(at, i)
-			}
-		}
-	}
+	everyone, applies := table.ScopeIndexes(len(scopes), func(i int) table.Scope {
+		return table.Scope{Name: scopes[i].Name, Members: scopes[i].Members}
+	})
 	a.scoped = map[*Scope]*scopeClasses{}
 	seen := map[string]bool{}
 	var key []byte
@@ -531,19 +513,6 @@ func (a *analyzer) buildClasses() {
 			}
 		}
 	}
-}
-
-func appliesTo(sc *Scope, principal string) bool {
-	switch {
-	case sc.Name == "global":
-		return true
-	case strings.HasPrefix(sc.Name, "group:"):
-		_, ok := slices.BinarySearch(sc.Members, principal)
-		return ok
-	case strings.HasPrefix(sc.Name, "principal:"):
-		return sc.Name == "principal:"+principal
-	}
-	return false
 }
 
 // scopeClasses is the classes a group or principal scope applies to, in

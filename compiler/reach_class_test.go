@@ -249,3 +249,18 @@ func TestClassesOfUnsortedMembers(t *testing.T) {
 		checkClasses(t, p)
 	}
 }
+
+// appliesTo is the reference the tests compare the classes with: whether
+// scope sc applies to principal, asked of the scope directly.
+func appliesTo(sc *Scope, principal string) bool {
+	switch {
+	case sc.Name == "global":
+		return true
+	case strings.HasPrefix(sc.Name, "group:"):
+		_, ok := slices.BinarySearch(sc.Members, principal)
+		return ok
+	case strings.HasPrefix(sc.Name, "principal:"):
+		return sc.Name == "principal:"+principal
+	}
+	return false
+}

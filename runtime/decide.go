@@ -486,31 +486,7 @@ func load(src *table.Table) (*Table, error) {
 	// over the scopes and their members, so that loading costs the size of
 	// the table, not principals × scopes (asking every scope of every
 	// principal took 16 s for 16,000 principals with a scope each).
-	var everyone []int
-	n := 0
-	for _, sc := range scopes {
-		n += len(sc.Members) + 1
-	}
-	applies := make(map[string][]int, n)
-	for i, sc := range scopes {
-		var who []string
-		switch {
-		case sc.Name == "global":
-			everyone = append(everyone, i)
-		case strings.HasPrefix(sc.Name, "group:"):
-			who = sc.Members
-		case strings.HasPrefix(sc.Name, "principal:"):
-			who = []string{strings.TrimPrefix(sc.Name, "principal:")}
-		}
-		// Members are sorted in a table policyc wrote; AppliesTo, which
-		// searches them, decides for one that is not.
-		sorted := slices.IsSorted(who)
-		for _, p := range who {
-			if at := applies[p]; p != "" && (sorted || sc.AppliesTo(p)) && (len(at) == 0 || at[len(at)-1] != i) {
-				applies[p] = append(at, i)
-			}
-		}
-	}
+	everyone, applies := table.ScopeIndexes(len(scopes), func(i int) table.Scope { return *scopes[i].Scope })
 	shared := map[string]*view{}
 	var key []byte
 	var buf []int

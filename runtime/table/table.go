@@ -240,6 +240,41 @@ func (sc *Scope) AppliesTo(principal string) bool {
 	return false
 }
 
+// ScopeIndexes returns, for n scopes in order (scope(i) is the i-th), the
+// indexes of those that apply to every principal and, for each principal
+// a scope names, the indexes of those that apply to it; both in scope
+// order. It is one pass over the scopes and their members: asking every
+// scope about every principal took 16 s for 16,000 principals with a
+// scope each. Group members are sorted in what policyc writes; a group
+// whose members are not (a table or policy built by hand) is asked with
+// AppliesTo, so the answer is the same.
+func ScopeIndexes(n int, scope func(i int) Scope) (everyone []int, each map[string][]int) {
+	size := 0
+	for i := range n {
+		size += len(scope(i).Members) + 1
+	}
+	each = make(map[string][]int, size)
+	for i := range n {
+		sc := scope(i)
+		var who []string
+		switch {
+		case sc.Name == "global":
+			everyone = append(everyone, i)
+		case strings.HasPrefix(sc.Name, "group:"):
+			who = sc.Members
+		case strings.HasPrefix(sc.Name, "principal:"):
+			who = []string{strings.TrimPrefix(sc.Name, "principal:")}
+		}
+		sorted := slices.IsSorted(who)
+		for _, p := range who {
+			if at := each[p]; p != "" && (sorted || sc.AppliesTo(p)) && (len(at) == 0 || at[len(at)-1] != i) {
+				each[p] = append(at, i)
+			}
+		}
+	}
+	return everyone, each
+}
+
 // Encode returns the canonical bytes of t with its digest computed and set.
 func Encode(t *Table) ([]byte, error) {
 	t.Digest = ""

@@ -176,20 +176,8 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 	}
 	var reachable, unreachable int
 	for _, rr := range res.Rules {
-		fr := frozenRule(t, tab, rr)
+		blk, fr := frozenRule(t, tab, rr)
 		kind, _ := runtime.ParseKind(rr.Kind)
-		var blk *table.Access
-		if rr.Scope == ServerScope {
-			srv := tab.Servers[rr.Server]
-			blk = srv.Kind(rr.Kind)
-		} else {
-			for _, sc := range tab.Scopes {
-				if sc.Name == rr.Scope {
-					srv := sc.Servers[rr.Server]
-					blk = srv.Kind(rr.Kind)
-				}
-			}
-		}
 		narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
 		// u<i>'s approval of t<i%6> decides exactly when u<i> is not in
 		// g<i%6>; every other rule decides for someone.

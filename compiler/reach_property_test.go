@@ -191,8 +191,8 @@ func propNames() []string {
 	return append(names, ui...)
 }
 
-// frozenRule returns the table rule a verdict is about.
-func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) *table.Rule {
+// frozenRule returns the table rule a verdict is about, and its block.
+func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) (*table.Access, *table.Rule) {
 	t.Helper()
 	var srv table.Server
 	if rr.Scope == ServerScope {
@@ -212,7 +212,7 @@ func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) *table.Rule {
 	if fr.Pattern != rr.Entry.Pattern || fr.Effect != rr.Effect {
 		t.Fatalf("verdict %s (%s %q) maps to frozen rule %s %q", rr.Path, rr.Effect, rr.Entry.Pattern, fr.Effect, fr.Pattern)
 	}
-	return fr
+	return a, fr
 }
 
 // decidesOracle reports whether the frozen rule fr (of block blk, narrowing
@@ -271,20 +271,8 @@ func TestReachProperty(t *testing.T) {
 			codes[d.Code]++
 		}
 		for _, rr := range res.Rules {
-			fr := frozenRule(t, tab, rr)
+			blk, fr := frozenRule(t, tab, rr)
 			kind, _ := runtime.ParseKind(rr.Kind)
-			var blk *table.Access
-			if rr.Scope == ServerScope {
-				srv := tab.Servers[rr.Server]
-				blk = srv.Kind(rr.Kind)
-			} else {
-				for _, sc := range tab.Scopes {
-					if sc.Name == rr.Scope {
-						srv := sc.Servers[rr.Server]
-						blk = srv.Kind(rr.Kind)
-					}
-				}
-			}
 			narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
 			// ui-resource-denied also warns about a reachable allow entry
 			// that admits some ui:// URIs the ui allowlist does not.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/catalog/pull/internal/fixture"
+	"github.com/policyc/policyc/internal/mcplist"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
@@ -356,5 +358,60 @@ func TestPullHTTPNotJSONRPC(t *testing.T) {
 	}
 	if msg := r.Err.Error(); !strings.Contains(msg, "the server wrote something that is not MCP's JSON-RPC") {
 		t.Errorf("pull from a JSON endpoint: %q", msg)
+	}
+}
+
+// endless is a server whose listing of method never ends: every page has a
+// new cursor of cursorLen bytes. asked counts the pages asked for.
+func endless(method string, cursorLen int, asked *atomic.Int64) Upstream {
+	pad := strings.Repeat("c", cursorLen)
+	return Upstream{Name: "endless", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		srv := fixture.Server(fixture.Options{})
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, m string, req mcp.Request) (mcp.Result, error) {
+				if m != method {
+					return next(ctx, m, req)
+				}
+				next := fmt.Sprint(asked.Add(1)) + pad
+				switch method {
+				case "tools/list":
+					return &mcp.ListToolsResult{NextCursor: next}, nil
+				case "prompts/list":
+					return &mcp.ListPromptsResult{NextCursor: next}, nil
+				}
+				panic(method)
+			}
+		})
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}}
+}
+
+// A listing that never ends stops at a limit: cursors that are all new stop
+// at the page limit, long ones at the size limit, long before either runs
+// the server's memory up (before the size limit, 1000 pages of 1 MiB
+// cursors were kept).
+func TestPullEndlessListingStops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method    string
+		cursorLen int
+		want      string
+		atMost    int64
+	}{
+		{"prompts/list", 0, "prompts/list: more than 1000 pages, the most one listing may have", mcplist.MaxPages},
+		{"tools/list", 1 << 20, "tools/list: more than 64 MiB of JSON in 64 pages, the most one listing may have: the server's pagination does not end", mcplist.MaxBytes>>20 + 1},
+	} {
+		var asked atomic.Int64
+		r := pullOne(t, endless(tc.method, tc.cursorLen, &asked), time.Minute)
+		if r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.method, r.Err, tc.want)
+		}
+		if n := asked.Load(); n > tc.atMost {
+			t.Errorf("%s: the server was asked for %d pages, want at most %d", tc.method, n, tc.atMost)
+		}
 	}
 }

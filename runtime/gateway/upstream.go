@@ -245,8 +245,16 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 	return cs, cat, nil
 }
 
+// relistInterval is the least time from the end of one re-listing of an
+// upstream to the start of the next. A notification after a quiet spell is
+// acted on at once; those that follow within the interval are coalesced
+// into one re-listing at its end, so an upstream that announces changes in
+// a storm is listed about once an interval, not once a notification.
+const relistInterval = time.Second
+
 // refresher re-lists what the upstream announced as changed, until done.
 func (u *upstream) refresher(ctx context.Context, cs *mcp.ClientSession, done <-chan struct{}) {
+	var last time.Time // when the last re-listing ended
 	for {
 		select {
 		case <-ctx.Done():
@@ -254,6 +262,15 @@ func (u *upstream) refresher(ctx context.Context, cs *mcp.ClientSession, done <-
 		case <-done:
 			return
 		case <-u.kick:
+		}
+		if wait := relistInterval - time.Since(last); !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-time.After(wait):
+			}
 		}
 		which := int(u.dirty.Swap(0))
 		if which == 0 {
@@ -266,6 +283,7 @@ func (u *upstream) refresher(ctx context.Context, cs *mcp.ClientSession, done <-
 		lctx, cancel := context.WithTimeout(ctx, u.g.cfg.CallTimeout)
 		cat, err := fetch(lctx, cs, which, st.cat)
 		cancel()
+		last = time.Now()
 		if err != nil {
 			u.g.logger.Warn("upstream list refresh failed; keeping the previous list", "upstream", u.name, "error", err.Error())
 			continue

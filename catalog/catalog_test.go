@@ -282,3 +282,27 @@ func TestCatalogIsDecisionDiffItems(t *testing.T) {
 		t.Errorf("unknown server: %v", got)
 	}
 }
+
+// A name from the server that would write lines or escapes of its own into
+// catalog pull --check's output is quoted, and a long one shortened.
+func TestChangeStringQuotesUnprintableNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"create_issue":               "tool create_issue: added",
+		"file:///a b":                "tool file:///a b: added",
+		"x\ngithub: tool y: removed": `tool "x\ngithub: tool y: removed": added`,
+		"\x1b[2Kok":                  `tool "\x1b[2Kok": added`,
+		"a\xff":                      `tool "a\xff": added`,
+		strings.Repeat("n", 1<<20):   `tool "` + strings.Repeat("n", 60) + `"… (1048576 bytes): added`,
+	} {
+		if got := (Change{Kind: "tool", Name: name, What: "added"}).String(); got != want {
+			t.Errorf("%q: got %q, want %q", clipForTest(name), got, want)
+		}
+	}
+}
+
+func clipForTest(s string) string {
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/policyc/policyc/internal/clip"
 )
 
 // Change is one difference between two snapshots of a server.
@@ -19,7 +23,19 @@ type Change struct {
 	What string
 }
 
-func (c Change) String() string { return fmt.Sprintf("%s %s: %s", c.Kind, c.Name, c.What) }
+// String is the change as catalog pull --check prints it. The name comes
+// from the server: one that is long, not UTF-8 or holds a character that
+// is not printable (a newline, a terminal escape) is quoted, by its start
+// and length when long, so that a server cannot write lines of its own
+// into the output.
+func (c Change) String() string { return fmt.Sprintf("%s %s: %s", c.Kind, showName(c.Name), c.What) }
+
+func showName(s string) string {
+	if len(s) > clip.Max || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
+		return clip.Quote(s)
+	}
+	return s
+}
 
 // Diff lists what changed from old to new, by kind then name. A nil old is
 // an empty snapshot: everything in new is added.

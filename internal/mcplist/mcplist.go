@@ -18,12 +18,14 @@ import (
 const (
 	MaxPages = 1000
 	MaxItems = 100000
-	// MaxBytes bounds the JSON of a listing's pages, items and cursors
-	// together, as the pages' results encode. A transport bounds one
-	// message (the SDK's stdio and SSE readers at 16 MiB); without this,
-	// MaxPages such messages could be kept.
-	MaxBytes = 64 << 20
 )
+
+// MaxBytes bounds the JSON of a listing's pages, items and cursors
+// together, as the pages' results encode. A transport bounds one message
+// (the SDK's stdio and SSE readers at 16 MiB); without this, MaxPages such
+// messages could be kept. A variable so that tests can reach it without
+// sending 64 MiB through the race detector.
+var MaxBytes = 64 << 20
 
 // Tools returns every tool the server lists.
 func Tools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {

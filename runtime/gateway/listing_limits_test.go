@@ -48,6 +48,10 @@ func (c *pageCounter) most() (most, sessions int) {
 // on serving. Before the limit a connection asked for up to 1000 such
 // pages and kept every cursor (1 GiB), until the connect timeout.
 func TestEndlessUpstreamListingStops(t *testing.T) {
+	// The byte limit is lowered to 8 MiB for this test, so that it does
+	// not send 64 MiB through the race detector on every attempt.
+	defer func(n int) { mcplist.MaxBytes = n }(mcplist.MaxBytes)
+	mcplist.MaxBytes = 8 << 20
 	pad := strings.Repeat("c", 1<<20)
 	counter := &pageCounter{pages: map[*mcp.ServerSession]int{}}
 	bad := testupstream.New(testupstream.Options{Name: "github"})
@@ -91,7 +95,7 @@ func TestEndlessUpstreamListingStops(t *testing.T) {
 		up, why = g.Upstream("github")
 		return !up && why != nil && strings.Contains(why.Error(), "tools/list")
 	})
-	want := "list: tools/list: more than 64 MiB of JSON in 64 pages, the most one listing may have: the server's pagination does not end"
+	want := "list: tools/list: more than 8 MiB of JSON in 8 pages, the most one listing may have: the server's pagination does not end"
 	if !strings.Contains(why.Error(), want) {
 		t.Errorf("github is down because %q, want %q", why, want)
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/internal/httpheader"
 )
 
 func tokenHash(token string) string {
@@ -173,6 +175,29 @@ func TestHTTPUpstream(t *testing.T) {
 	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
 		t.Errorf("linear__echo: %q", msg)
 	}
+}
+
+// An HTTP upstream that answers with a JSON body over httpheader.MaxBody
+// is cut off there instead of read whole: the call fails, and the
+// upstream is connected again and serves the next call.
+func TestHTTPUpstreamBodyLimit(t *testing.T) {
+	up := newMemUpstream("github")
+	mcp.AddTool(up.Server, &mcp.Tool{Name: "list_everything"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", httpheader.MaxBody)}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.Server }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+	t.Cleanup(srv.Close) // after the gateway's, which ends its stream
+	tg := startGateway(t, func(c *Config) { c.Upstreams[0] = Upstream{Name: "github", URL: srv.URL} })
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	msg, isErr := callText(t, cs, "github__list_everything")
+	if !isErr || !strings.Contains(msg, `upstream "github"`) {
+		t.Errorf("a 16 MiB answer was passed on, or failed unclearly: isError %v, %.300q", isErr, msg)
+	}
+	t.Logf("the call was answered %.300q", msg)
+	eventually(t, 30*time.Second, "github__echo to work again", func() bool {
+		msg, isErr := callText(t, cs, "github__echo")
+		return !isErr && strings.HasPrefix(msg, "github echo")
+	})
 }
 
 // heldCallSession starts a gateway whose gate holds every call until

@@ -7,8 +7,8 @@ package httpheader
 import (
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
+	"strings"
 )
 
 // MaxBody is the most bytes of a response body that is not an event
@@ -44,7 +44,9 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+	// The media type without its parameters, compared without allocating:
+	// this runs on every response.
+	if mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); !strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
 		resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxBody}
 	}
 	return resp, nil

@@ -47,6 +47,7 @@ func TestClientBoundsBodies(t *testing.T) {
 		{"text/plain; charset=utf-8", MaxBody + 1, true},
 		{"text/event-stream", MaxBody + 1, false},
 		{"text/event-stream; charset=utf-8", 2 * MaxBody, false},
+		{"Text/Event-Stream", MaxBody + 1, false},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if tc.contentType != "" {

@@ -448,6 +448,9 @@ func (c *lineConn) noteVersion(resp *jsonrpc.Response) {
 // decodeMessage decodes a JSON-RPC message: a request or notification
 // (with a method), or a response (with exactly one of result and error).
 func decodeMessage(b []byte) (jsonrpc.Message, error) {
+	if k := nonObject(b); k != "" {
+		return nil, fmt.Errorf("a JSON-RPC message is a JSON object, not %s", k)
+	}
 	m, err := jsonrpc.DecodeMessage(b)
 	if err != nil {
 		// A number the SDK cannot read as an id (1e400) is refused as
@@ -516,6 +519,14 @@ func httpBodyError(body []byte, version string, sessionVersion func() string) []
 		Method segjson.RawMessage `json:"method"`
 	}
 	if _, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
+		// Not a JSON object: answered as the stdio front answers it, in
+		// JSON-RPC, where the SDK would answer in plain text.
+		if !json.Valid(body) {
+			return httpParseError
+		}
+		if _, err := decodeMessage(body); err != nil {
+			return errorLine(requestID(body), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		}
 		return nil
 	}
 	if lit := m.ID; len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
@@ -533,6 +544,9 @@ func httpBodyError(body []byte, version string, sessionVersion func() string) []
 	return nil
 }
 
+// httpParseError answers a POST body that is not JSON.
+var httpParseError = errorLine(nil, jsonrpc.CodeParseError, "parse error: the request body is not valid JSON")
+
 // httpBatchError is httpBodyError of a batch b.
 func httpBatchError(b []byte, version string, sessionVersion func() string) []byte {
 	var batch []json.RawMessage
@@ -542,6 +556,8 @@ func httpBatchError(b []byte, version string, sessionVersion func() string) []by
 				return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 			}
 		}
+	} else if !json.Valid(b) {
+		return httpParseError
 	}
 	if _, _, reply := parseLine(b, false); reply != nil {
 		return reply
@@ -553,6 +569,28 @@ func httpBatchError(b []byte, version string, sessionVersion func() string) []by
 		return errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: JSON-RPC batching is not supported in %s and later (this request: %s); send each message in a request of its own", firstUnbatched, version))
 	}
 	return nil
+}
+
+// nonObject names the kind of the JSON value b when it is not an object
+// ("a string", "null"); it is "" for an object, or what is not JSON.
+func nonObject(b []byte) string {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return ""
+	}
+	switch c := b[0]; {
+	case c == '"':
+		return "a string"
+	case c == '[':
+		return "an array"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	}
+	return ""
 }
 
 // integerLiteral is a JSON number without fraction or exponent.

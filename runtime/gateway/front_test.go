@@ -746,8 +746,8 @@ func TestHTTPFrontIDs(t *testing.T) {
 			t.Errorf("id %s was answered %s %.200s; want its listing under that id", id, resp.Status, out)
 		}
 	}
-	// What is not JSON stays the SDK's to answer.
-	if resp, out := post(session, `{"jsonrpc":"2.0","id":1.5,`); resp.StatusCode != http.StatusBadRequest || strings.Contains(out, "is not an integer") {
+	// What is not JSON is a parse error, whatever its id would have been.
+	if resp, out := post(session, `{"jsonrpc":"2.0","id":1.5,`); resp.StatusCode != http.StatusBadRequest || !strings.Contains(out, `"code":-32700`) {
 		t.Errorf("a truncated body was answered %s %s", resp.Status, out)
 	}
 }
@@ -838,7 +838,7 @@ func TestHTTPFrontBadInput(t *testing.T) {
 			refused(body, resp, out, invalid("5", `: a message without a method must be a response, with exactly one of result and error`))
 		}
 		resp, out := do(http.MethodPost, "alice-token", sid, "", `null`)
-		refused("null", resp, out, invalid("null", `: invalid message version tag \"\"; expected \"2.0\"`))
+		refused("null", resp, out, invalid("null", `: a JSON-RPC message is a JSON object, not null`))
 	}
 
 	// Batches in a session of 2025-11-25, whatever the header says.
@@ -854,9 +854,15 @@ func TestHTTPFrontBadInput(t *testing.T) {
 		t.Errorf("a batch in a 2024-11-05 session: %s %.300s; want both answered", resp.Status, out)
 	}
 	calls := len(tg.log.all())
+	parseError := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the request body is not valid JSON"}}`
 	for _, c := range []struct{ body, want string }{
 		{`[]`, invalid("null", `: an empty batch`)},
-		{` [{"jsonrpc":"2.0","id":1,`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the line is not valid JSON (each message must be one line of JSON)"}}`},
+		{` [{"jsonrpc":"2.0","id":1,`, parseError},
+		{`hello`, parseError},
+		{``, parseError},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, parseError},
+		{`"x"`, invalid("null", `: a JSON-RPC message is a JSON object, not a string`)},
+		{`5`, invalid("null", `: a JSON-RPC message is a JSON object, not a number`)},
 		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":1}}},{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":2}}}]`, invalid("null", `: a batch repeats a request id`)},
 		{`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__echo"}},{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":"x"}}]`, invalid("null", ` in batch: a message without a method must be a response, with exactly one of result and error`)},
 		{`[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__echo"}},{"jsonrpc":"2.0","id":8,"method":""}]`, invalid("null", ` in batch: the method is empty`)},

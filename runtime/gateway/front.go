@@ -484,7 +484,13 @@ func decodeMessage(b []byte) (jsonrpc.Message, error) {
 // numericIDError is integerIDError of message b's id when that is a
 // number; nil for any other id, or none.
 func numericIDError(b []byte) error {
-	if lit := rawID(b); len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+	return numericLiteralError(rawID(b))
+}
+
+// numericLiteralError is integerIDError of the id lit when it is a number;
+// nil for any other id, or none.
+func numericLiteralError(lit []byte) error {
+	if len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
 		return integerIDError(lit)
 	}
 	return nil
@@ -518,28 +524,23 @@ func httpBodyError(body []byte, version string, sessionVersion func() string) []
 		ID     segjson.RawMessage `json:"id"`
 		Method segjson.RawMessage `json:"method"`
 	}
-	if _, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage); err != nil {
-		// Not a JSON object: answered as the stdio front answers it, in
-		// JSON-RPC, where the SDK would answer in plain text.
-		if !json.Valid(body) {
-			return httpParseError
-		}
-		if _, err := decodeMessage(body); err != nil {
-			return errorLine(requestID(body), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	_, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage)
+	switch {
+	case err != nil && !json.Valid(body):
+		return httpParseError
+	case err == nil && m.Method != nil:
+		// A request or notification, the common case: only its id is
+		// checked here.
+		if ierr := numericLiteralError(m.ID); ierr != nil {
+			return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+ierr.Error())
 		}
 		return nil
 	}
-	if lit := m.ID; len(lit) > 0 && (lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
-		if err := integerIDError(lit); err != nil {
-			return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-		}
-	}
-	if m.Method == nil {
-		// A response, or not a message: rare, so decoded in full, as the
-		// stdio front decodes it.
-		if _, err := decodeMessage(body); err != nil {
-			return errorLine(requestID(body), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-		}
+	// JSON that is not an object, or a message without a method (a
+	// response, or not a message): rare, so decoded in full, as the stdio
+	// front decodes it.
+	if _, err := decodeMessage(body); err != nil {
+		return errorLine(requestID(body), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	return nil
 }
@@ -547,16 +548,11 @@ func httpBodyError(body []byte, version string, sessionVersion func() string) []
 // httpParseError answers a POST body that is not JSON.
 var httpParseError = errorLine(nil, jsonrpc.CodeParseError, "parse error: the request body is not valid JSON")
 
-// httpBatchError is httpBodyError of a batch b.
+// httpBatchError is httpBodyError of a batch b: refused as the stdio front
+// refuses a batch line, and in a session or request of a version without
+// batches.
 func httpBatchError(b []byte, version string, sessionVersion func() string) []byte {
-	var batch []json.RawMessage
-	if json.Unmarshal(b, &batch) == nil {
-		for _, m := range batch {
-			if err := numericIDError(m); err != nil {
-				return errorLine(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-			}
-		}
-	} else if !json.Valid(b) {
+	if !json.Valid(b) {
 		return httpParseError
 	}
 	if _, _, reply := parseLine(b, false); reply != nil {

@@ -729,12 +729,13 @@ func TestHTTPFrontIDs(t *testing.T) {
 		return do(http.MethodPost, "alice-token", session, legacyVersion, body)
 	}
 	for _, id := range []string{`1.5`, `1e30`, `1E2`, `2.0`, `1e400`, `-1e400`, `9007199254740993`, `-9007199254740992`} {
-		for _, body := range []string{
-			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`,
-			` [{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}]`,
+		for body, in := range map[string]string{
+			`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`: "",
+			// A batch is answered as the stdio front answers its line.
+			` [{"jsonrpc":"2.0","id":"a","method":"tools/list"},{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}]`: " in batch",
 		} {
 			resp, out := post(session, body)
-			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id ` + id + ` is not an integer from -9007199254740991 to 9007199254740991; give a string id, or an integer in that range"}}`
+			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request` + in + `: the id ` + id + ` is not an integer from -9007199254740991 to 9007199254740991; give a string id, or an integer in that range"}}`
 			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
 				t.Errorf("%s was answered %s (%s) %s; want 400 with %s", body, resp.Status, resp.Header.Get("Content-Type"), out, want)
 			}

@@ -63,10 +63,8 @@ type compilation struct {
 	def, pkg  string
 	policyDef cue.Value
 	parsed    *parsed
-	// badKeys are the keys the key check reported, and badKeyLens their
-	// lengths (see reportedKey).
-	badKeys    map[string]bool
-	badKeyLens map[int]bool
+	// badKeys are the keys the key check reported (see reportedKey).
+	badKeys map[string]bool
 	// markedKeys are the keys written with a field constraint marker (?
 	// or !), and markedAt where: each is reported once.
 	markedKeys map[string]bool
@@ -78,7 +76,7 @@ type compilation struct {
 }
 
 func newCompilation(pkg, def string) *compilation {
-	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{}, badKeyLens: map[int]bool{},
+	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{},
 		markedKeys: map[string]bool{}, markedAt: map[Position]bool{}}
 }
 

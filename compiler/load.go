@@ -602,26 +602,16 @@ const nameRule = "a name starts with a letter or digit and continues with letter
 // reportedKey reports whether the key check already reported dotted, a
 // key above it, or an entry of the list it holds: whether dotted, or a
 // prefix of it followed by '.' or '[', is a reported key. Each such prefix
-// is looked up, and only when a reported key has its length, so a check
-// costs the length of dotted whatever the number of reported keys (it
-// compared dotted with every one of them, which made thousands of unknown
-// keys quadratic).
+// is looked up, so a check costs the length of dotted whatever the number
+// of reported keys (it compared dotted with every one of them, which made
+// thousands of unknown keys quadratic).
 func (c *compilation) reportedKey(dotted string) bool {
-	if len(c.badKeys) == 0 {
-		return false
-	}
 	for i := 0; i < len(dotted); i++ {
-		if (dotted[i] == '.' || dotted[i] == '[') && c.badKeyLens[i] && c.badKeys[dotted[:i]] {
+		if (dotted[i] == '.' || dotted[i] == '[') && c.badKeys[dotted[:i]] {
 			return true
 		}
 	}
 	return c.badKeys[dotted]
-}
-
-// reportKey records a key the key check reported, for reportedKey.
-func (c *compilation) reportKey(dotted string) {
-	c.badKeys[dotted] = true
-	c.badKeyLens[len(dotted)] = true
 }
 
 // shownPath is a key path as a message shows it: its keys joined by
@@ -686,7 +676,7 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 		}
 		child, ok := c.schemaChild(schema, name)
 		if !ok {
-			c.reportKey(dotted)
+			c.badKeys[dotted] = true
 			d := c.unknownKey(schema, keyPath, pos)
 			if marker != "" {
 				// One problem at a time for the key: fixed as suggested,

@@ -758,7 +758,11 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 			return nil // unreachable behind RequireBearerToken
 		}
 		return g.sessionServer(ti.UserID)
-	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger, SessionTimeout: opts.IdleTimeout})
+	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger})
+	// The SDK counts a session's idle time only over the requests it
+	// serves; the front answers most tools/call itself (fastToolCall), so
+	// it keeps the count.
+	clock := &idleClock{timeout: opts.IdleTimeout}
 	most := opts.MaxSessions
 	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
 	versions := mcp.SupportedProtocolVersions()
@@ -802,6 +806,18 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			if id := r.Header.Get(sessionIDHeader); id != "" {
+				if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+					ss, end := clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+					defer end()
+					if ss != nil {
+						if g.fastToolCall(w, r, ti, ss, version, body) {
+							return
+						}
+						g.fast.cancelNamed(id, body)
+					}
+				}
+			}
 		}
 		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
 			// A POST without a session id opens a session: counted and
@@ -823,6 +839,14 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 					return
 				}
 				w = &openingWriter{ResponseWriter: w, opened: opened}
+				// The session the SDK opens starts idle once the POST
+				// that opened it is answered.
+				defer func() {
+					if id := w.Header().Get(sessionIDHeader); id != "" {
+						_, end := clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+						end()
+					}
+				}()
 			}
 		}
 		// A client that deletes its session ends the calls it holds for
@@ -872,7 +896,12 @@ func (g *Gateway) session(principal, id string) *mcp.ServerSession {
 // has one. It is "" when there is no such session or it is not
 // initialized.
 func (g *Gateway) sessionVersion(principal, id string) string {
-	ss := g.session(principal, id)
+	return sessionVersionOf(g.session(principal, id))
+}
+
+// sessionVersionOf is the protocol version session ss negotiated, as
+// sessionVersion; "" for a nil ss.
+func sessionVersionOf(ss *mcp.ServerSession) string {
 	if ss == nil {
 		return ""
 	}

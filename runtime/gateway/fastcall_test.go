@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// withProgressToken is tools/call params with a progress token added to
+// their _meta, which makes the front leave the call to the SDK.
+func withProgressToken(params string) string {
+	return `{"_meta":{"progressToken":"p"},` + strings.TrimPrefix(params, "{")
+}
+
+// TestHTTPFastCallAnswersAsTheSDK: a tools/call the front answers itself
+// gets the answer the SDK gives the same call, byte for byte, headers and
+// all: for an allowed tool, denied and absent ones, arguments that are not
+// an object, and an upstream's error.
+func TestHTTPFastCallAnswersAsTheSDK(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	for _, params := range []string{
+		`{"name":"github__echo","arguments":{"b":1,"a":"<&>","u":"\u00e9"}}`,
+		`{"name":"github__echo"}`,
+		`{"name":"github__echo","arguments":null}`,
+		`{"name":"github__delete_repo","arguments":{}}`,
+		`{"name":"nosuch__echo"}`,
+		`{"name":"list_everything"}`,
+		`{"name":""}`,
+		`{"name":"github__echo","arguments":[1]}`,
+		`{"name":"github__echo","arguments":"x"}`,
+		`{"name":"linear__pid"}`,
+		`{"NAME":"github__echo"}`,
+		`{"name":"github__create_issue","arguments":{"title":"t"},"_meta":{"trace":"x"}}`,
+	} {
+		for _, id := range []string{`7`, `"seven"`, `-3`} {
+			body := func(p string) string {
+				return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + p + `}`
+			}
+			before := tg.fastAnswered.Load()
+			fast, fastOut := do(http.MethodPost, "alice-token", session, legacyVersion, body(params))
+			if tg.fastAnswered.Load() != before+1 {
+				t.Fatalf("the front did not answer %s itself", body(params))
+			}
+			sdk, sdkOut := do(http.MethodPost, "alice-token", session, legacyVersion, body(withProgressToken(params)))
+			if tg.fastAnswered.Load() != before+1 {
+				t.Fatalf("the front answered %s itself; want the SDK to", body(withProgressToken(params)))
+			}
+			if fastOut != sdkOut || fast.StatusCode != sdk.StatusCode {
+				t.Errorf("%s:\nfront %s %s\nSDK   %s %s", body(params), fast.Status, fastOut, sdk.Status, sdkOut)
+			}
+			for _, h := range []string{"Content-Type", "Cache-Control", "Connection", sessionIDHeader} {
+				if fast.Header.Get(h) != sdk.Header.Get(h) {
+					t.Errorf("%s: header %s is %q from the front, %q from the SDK", body(params), h, fast.Header.Get(h), sdk.Header.Get(h))
+				}
+			}
+			if !strings.HasPrefix(fastOut, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+id+",") {
+				t.Errorf("%s was answered %s", body(params), fastOut)
+			}
+		}
+	}
+}
+
+// TestHTTPFastCallLeavesTheRestToTheSDK: the front answers a tools/call
+// itself only when the SDK would take it as it is; everything else is the
+// SDK's to answer, or refuse.
+func TestHTTPFastCallLeavesTheRestToTheSDK(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	old := rawHTTPSession(t, do, "2025-03-26")
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
+	send := func(session, version, body string, header map[string]string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer alice-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(sessionIDHeader, session)
+		if version != "" {
+			req.Header.Set("Mcp-Protocol-Version", version)
+		}
+		for k, v := range header {
+			if v == "" {
+				req.Header.Del(k)
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		before := tg.fastAnswered.Load()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if tg.fastAnswered.Load() != before {
+			t.Errorf("the front answered %s (version %q, headers %v) itself", body, version, header)
+		}
+	}
+	for name, c := range map[string]struct {
+		session, version, body string
+		header                 map[string]string
+	}{
+		"no version header":                     {session, "", call, nil},
+		"another version than the session's":    {session, "2025-06-18", call, nil},
+		"a 2025-03-26 session":                  {old, "2025-03-26", call, nil},
+		"Accept without event streams":          {session, legacyVersion, call, map[string]string{"Accept": "application/json"}},
+		"Accept without JSON":                   {session, legacyVersion, call, map[string]string{"Accept": "text/event-stream"}},
+		"a Content-Type not JSON":               {session, legacyVersion, call, map[string]string{"Content-Type": "text/plain"}},
+		"no Content-Type":                       {session, legacyVersion, call, map[string]string{"Content-Type": ""}},
+		"a Last-Event-ID":                       {session, legacyVersion, call, map[string]string{"Last-Event-ID": "x_1"}},
+		"a progress token":                      {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"progressToken":1}}}`, nil},
+		"a per-request protocol version":        {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil},
+		"no params":                             {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, nil},
+		"null params":                           {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`, nil},
+		"params not an object":                  {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, nil},
+		"a name not a string":                   {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, nil},
+		"no id":                                 {session, legacyVersion, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"a null id":                             {session, legacyVersion, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"another JSON-RPC version":              {session, legacyVersion, `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"another method":                        {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"Tools/call","params":{"name":"github__echo"}}`, nil},
+		"a result too":                          {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"},"result":{}}`, nil},
+		"something after the message":           {session, legacyVersion, call + `{}`, nil},
+		"a batch":                               {session, legacyVersion, `[` + call + `]`, nil},
+		"arguments nested past the SDK's depth": {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}`, nil},
+		"an unknown session":                    {"nosuch", legacyVersion, call, nil},
+	} {
+		t.Run(name, func(t *testing.T) { send(c.session, c.version, c.body, c.header) })
+	}
+}
+
+// sessionsOf lists the ids of principal's open sessions.
+func (tg *testGateway) sessionsOf(t *testing.T, principal string) []string {
+	t.Helper()
+	var ids []string
+	if s := tg.serverOf(principal); s != nil {
+		for ss := range s.Sessions() {
+			ids = append(ids, ss.ID())
+		}
+	}
+	return ids
+}
+
+// TestHTTPFastCallCancelled: a client's notifications/cancelled reaches a
+// call the front answers: the upstream sees the cancellation and the call
+// is answered.
+func TestHTTPFastCallCancelled(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	cs := httpClient(t, srv.URL, "alice-token")
+	before := tg.fastAnswered.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := tg.github.Waiting()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__wait"})
+		errc <- err
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait call did not reach the upstream")
+	}
+	if tg.fastAnswered.Load() != before+1 {
+		t.Fatal("the front is not answering the call itself")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("a cancelled call returned no error")
+	}
+	// Well before the gateway's call timeout (5 s), which would end the
+	// call too.
+	eventually(t, 2*time.Second, "the upstream to see the cancellation", func() bool { return tg.github.Cancelled.Load() == 1 })
+	eventually(t, 2*time.Second, "the call to end", func() bool {
+		tg.fast.mu.Lock()
+		defer tg.fast.mu.Unlock()
+		return len(tg.fast.calls) == 0
+	})
+}
+
+// TestHTTPIdleTimeoutCountsEveryCall: a session whose client only calls
+// tools, which the front answers itself, is not idle; one without a
+// request for the idle timeout is closed.
+func TestHTTPIdleTimeoutCountsEveryCall(t *testing.T) {
+	tg := startGateway(t, nil)
+	const idle = 400 * time.Millisecond
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, IdleTimeout: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
+	before := tg.fastAnswered.Load()
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
+		if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusOK {
+			t.Fatalf("a call %v after the session opened was answered %s %s", time.Since(end.Add(-3*idle)), resp.Status, out)
+		}
+	}
+	if n := tg.fastAnswered.Load() - before; n < 8 {
+		t.Fatalf("the front answered %d calls itself; want them all", n)
+	}
+	eventually(t, 10*idle, "the idle session to close", func() bool { return len(tg.sessionsOf(t, "alice")) == 0 })
+	if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a call in the closed session was answered %s %s; want 404", resp.Status, out)
+	}
+}

@@ -1,14 +1,18 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // withProgressToken is tools/call params with a progress token added to
@@ -213,5 +217,70 @@ func TestHTTPIdleTimeoutCountsEveryCall(t *testing.T) {
 	eventually(t, 10*idle, "the idle session to close", func() bool { return len(tg.sessionsOf(t, "alice")) == 0 })
 	if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a call in the closed session was answered %s %s; want 404", resp.Status, out)
+	}
+}
+
+// A tools/call the front takes is one the SDK decodes alike: the SDK's
+// message decoder accepts the body as a request with the same id and
+// method, and its params decoder (the same library, with the same
+// options, through a Decoder) gives the same params.
+func FuzzParseToolCall(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":1}}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools\/call","params":{"NAME":"a","name":"b","_meta":{"k":[1,{"v":null}]}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":"\"]}"}} `,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"id":2}`,
+		`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"a","inputResponses":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":[[[[]]]]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	// At the SDK's depth limit and one past it (the message, its params
+	// and the arguments are three levels).
+	for _, n := range []int{sdkMaxDepth - 3, sdkMaxDepth - 2} {
+		f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"a":"[{","b":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}}`))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, params, ok := parseToolCall(body)
+		if !ok {
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(body)
+		if err != nil {
+			t.Fatalf("taken %q; the SDK refuses it: %v", body, err)
+		}
+		sdkReq, isReq := msg.(*jsonrpc.Request)
+		if !isReq || sdkReq.ID != req.ID || sdkReq.Method != req.Method || !bytes.Equal(sdkReq.Params, req.Params) {
+			t.Fatalf("taken %q as %+v; the SDK reads %+v", body, req, msg)
+		}
+		var sdkParams *mcp.CallToolParamsRaw
+		dec := segjson.NewDecoder(bytes.NewReader(sdkReq.Params))
+		dec.DontMatchCaseInsensitiveStructFields()
+		if err := dec.Decode(&sdkParams); err != nil {
+			t.Fatalf("taken %q; the SDK refuses its params: %v", body, err)
+		}
+		if !reflect.DeepEqual(params, sdkParams) {
+			t.Fatalf("taken %q with params %+v; the SDK reads %+v", body, params, sdkParams)
+		}
+	})
+}
+
+// The front takes a call nested as deep as the SDK decodes, and leaves
+// one level deeper to the SDK, which refuses it.
+func TestParseToolCallDepth(t *testing.T) {
+	body := func(n int) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"s":"[[{","b":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}}`)
+	}
+	if _, _, ok := parseToolCall(body(sdkMaxDepth - 3)); !ok {
+		t.Errorf("a call %d levels deep was left to the SDK", sdkMaxDepth)
+	}
+	if _, err := jsonrpc.DecodeMessage(body(sdkMaxDepth - 3)); err != nil {
+		t.Errorf("the SDK refuses a call %d levels deep: %v", sdkMaxDepth, err)
+	}
+	if _, _, ok := parseToolCall(body(sdkMaxDepth - 2)); ok {
+		t.Errorf("a call %d levels deep was taken", sdkMaxDepth+1)
+	}
+	if _, err := jsonrpc.DecodeMessage(body(sdkMaxDepth - 2)); err == nil {
+		t.Errorf("the SDK takes a call %d levels deep", sdkMaxDepth+1)
 	}
 }

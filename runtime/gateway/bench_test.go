@@ -364,7 +364,9 @@ func BenchmarkIdleSession(b *testing.B) {
 			benchGC(b, transport)
 			s := newBench(b, transport)
 			defer s.close()
-			measure := func(connect func(testing.TB) *mcp.ClientSession) float64 {
+			// Heap and goroutine stacks (the SDK runs goroutines per
+			// session), per session.
+			measure := func(connect func(testing.TB) *mcp.ClientSession) (heap, stack float64) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
@@ -378,12 +380,15 @@ func BenchmarkIdleSession(b *testing.B) {
 				for _, cs := range sessions {
 					cs.Close()
 				}
-				return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(b.N)
+				return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(b.N),
+					float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(b.N)
 			}
-			direct := measure(s.direct)
-			gw := measure(s.gateway)
+			direct, directStack := measure(s.direct)
+			gw, gwStack := measure(s.gateway)
 			b.ReportMetric(direct, "direct-B/session")
 			b.ReportMetric(gw, "gateway-B/session")
+			b.ReportMetric(directStack, "direct-stack-B/session")
+			b.ReportMetric(gwStack, "gateway-stack-B/session")
 		})
 	}
 }

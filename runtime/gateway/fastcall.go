@@ -275,103 +275,106 @@ func (f *fastCalls) cancelNamed(session string, body []byte) {
 // idleClock closes an HTTP session after a while without a POST in flight,
 // as the SDK's SessionTimeout does, counting the POSTs both the SDK and the
 // front answer. A GET's stream does not count, as in the SDK.
+//
+// It holds no session: each POST looks its session up among the open ones
+// (a deleted session is answered as absent at once), and a closed
+// session's count is dropped when the client's DELETE is answered or, for
+// a session closed otherwise, when its timer fires.
 type idleClock struct {
 	timeout time.Duration
 	mu      sync.Mutex
-	open    map[string]*idleSession // session id →
+	open    map[string]*idleCount // session id →
 }
 
-type idleSession struct {
-	ss        *mcp.ServerSession
+type idleCount struct {
 	principal string
 	busy      int       // POSTs in flight
 	idleSince time.Time // when the last one ended
 	timer     *time.Timer
 }
 
-// begin looks up session id of principal and counts a POST of it in
-// flight until end is called. It finds the session among srv's the first
-// time and keeps it until it closes. ss is nil when principal has no
-// session id; end is then a no-op.
+// begin looks up session id of principal among srv's open sessions and
+// counts a POST of it in flight until end is called. ss is nil when
+// principal has no open session id; end is then a no-op.
 func (c *idleClock) begin(srv *mcp.Server, principal, id string) (ss *mcp.ServerSession, end func()) {
+	ss = openSession(srv, id)
 	c.mu.Lock()
-	s := c.open[id]
-	c.mu.Unlock()
-	if s == nil {
-		if srv == nil {
-			return nil, func() {}
-		}
-		for x := range srv.Sessions() {
-			if x.ID() == id {
-				ss = x
-				break
-			}
-		}
-		if ss == nil {
-			return nil, func() {}
-		}
-		s = c.track(ss, principal)
-	}
-	if s.principal != principal {
+	defer c.mu.Unlock()
+	n := c.open[id]
+	if ss == nil || n != nil && n.principal != principal {
 		return nil, func() {}
 	}
-	c.mu.Lock()
-	s.busy++
-	if s.timer != nil {
-		s.timer.Stop()
+	if n == nil {
+		n = &idleCount{principal: principal}
+		if c.timeout > 0 {
+			n.timer = time.AfterFunc(c.timeout, func() { c.expire(srv, id, n) })
+		}
+		if c.open == nil {
+			c.open = map[string]*idleCount{}
+		}
+		c.open[id] = n
 	}
-	c.mu.Unlock()
-	return s.ss, func() {
+	n.busy++
+	if n.timer != nil {
+		n.timer.Stop()
+	}
+	return ss, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if s.busy--; s.busy == 0 {
-			s.idleSince = time.Now()
-			if s.timer != nil {
-				s.timer.Reset(c.timeout)
+		if n.busy--; n.busy == 0 {
+			n.idleSince = time.Now()
+			if n.timer != nil {
+				n.timer.Reset(c.timeout)
 			}
 		}
 	}
 }
 
-// track starts counting idle time of session ss, once, and forgets it
-// when it closes.
-func (c *idleClock) track(ss *mcp.ServerSession, principal string) *idleSession {
-	id := ss.ID()
+// expire closes session id when it has been idle for the whole timeout;
+// a POST may have begun, or begun and ended, since the timer fired.
+func (c *idleClock) expire(srv *mcp.Server, id string, n *idleCount) {
+	c.mu.Lock()
+	if n.busy > 0 {
+		c.mu.Unlock()
+		return
+	}
+	if left := c.timeout - time.Since(n.idleSince); left > 0 {
+		n.timer.Reset(left)
+		c.mu.Unlock()
+		return
+	}
+	delete(c.open, id)
+	c.mu.Unlock()
+	if ss := openSession(srv, id); ss != nil {
+		ss.Close()
+	}
+}
+
+// forget drops the count of session id once it is closed.
+func (c *idleClock) forget(srv *mcp.Server, id string) {
+	if openSession(srv, id) != nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s := c.open[id]; s != nil {
-		return s
-	}
-	s := &idleSession{ss: ss, principal: principal, idleSince: time.Now()}
-	if c.timeout > 0 {
-		s.timer = time.AfterFunc(c.timeout, func() {
-			c.mu.Lock()
-			// A POST may have begun, or begun and ended, since the timer
-			// fired: the session is closed only if it is idle still, and
-			// has been for the whole timeout.
-			idle := s.busy == 0
-			left := c.timeout - time.Since(s.idleSince)
-			if idle && left > 0 {
-				s.timer.Reset(left)
-			}
-			c.mu.Unlock()
-			if idle && left <= 0 {
-				ss.Close()
-			}
-		})
-	}
-	if c.open == nil {
-		c.open = map[string]*idleSession{}
-	}
-	c.open[id] = s
-	go func() {
-		_ = ss.Wait()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if s.timer != nil {
-			s.timer.Stop()
+	if n := c.open[id]; n != nil {
+		if n.timer != nil {
+			n.timer.Stop()
 		}
 		delete(c.open, id)
-	}()
-	return s
+	}
+}
+
+// openSession is srv's open session id, nil when it has none of that id
+// (or srv is nil).
+func openSession(srv *mcp.Server, id string) *mcp.ServerSession {
+	if srv == nil {
+		return nil
+	}
+	for ss := range srv.Sessions() {
+		if ss.ID() == id {
+			return ss
+		}
+	}
+	return nil
 }

@@ -759,109 +759,139 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		return g.sessionServer(ti.UserID)
 	}, &mcp.StreamableHTTPOptions{Logger: g.sdkLogger})
-	// The SDK counts a session's idle time only over the requests it
-	// serves; the front answers most tools/call itself (fastToolCall), so
-	// it keeps the count.
-	clock := &idleClock{timeout: opts.IdleTimeout}
-	most := opts.MaxSessions
-	var opening sync.Map // principal → *sync.Mutex: one session opened at a time
 	versions := mcp.SupportedProtocolVersions()
-	unsupported := fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ","))
-	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The SDK refuses an MCP-Protocol-Version it does not know only
-		// when it sorts before 2026-07-28; a later one ("2030-01-01",
-		// "zzz", a megabyte of digits) it echoes in its answer and in a
-		// warning it logs. It is refused here as the SDK refuses the
-		// others, in the SDK's words.
-		version := r.Header.Get("Mcp-Protocol-Version")
-		if version != "" && !slices.Contains(versions, version) {
-			http.Error(w, unsupported, http.StatusBadRequest)
+	front := &httpFront{
+		g:           g,
+		sdk:         h,
+		clock:       &idleClock{timeout: opts.IdleTimeout},
+		most:        opts.MaxSessions,
+		versions:    versions,
+		unsupported: fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ",")),
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
+}
+
+// httpFront is the HTTP front's handler, in front of the SDK's: each
+// method's work is a method of its own, so that a GET's long-lived stream
+// runs on a small stack.
+type httpFront struct {
+	g   *Gateway
+	sdk http.Handler // the SDK's streamable handler
+	// clock counts sessions' idle time: the SDK counts it only over the
+	// requests it serves, and the front answers most tools/call itself
+	// (fastToolCall).
+	clock       *idleClock
+	most        int      // sessions a principal may have open
+	opening     sync.Map // principal → *sync.Mutex: one session opened at a time
+	versions    []string // the protocol versions the SDK serves
+	unsupported string   // the SDK's answer to another version
+}
+
+func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The SDK refuses an MCP-Protocol-Version it does not know only when
+	// it sorts before 2026-07-28; a later one ("2030-01-01", "zzz", a
+	// megabyte of digits) it echoes in its answer and in a warning it
+	// logs. It is refused here as the SDK refuses the others, in the
+	// SDK's words.
+	version := r.Header.Get("Mcp-Protocol-Version")
+	if version != "" && !slices.Contains(f.versions, version) {
+		http.Error(w, f.unsupported, http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		f.post(w, r, version)
+	case http.MethodDelete:
+		f.delete(w, r)
+	default:
+		f.sdk.ServeHTTP(w, r)
+	}
+}
+
+func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string) {
+	g := f.g
+	// The body is read here, before the SDK reads it, to refuse what the
+	// stdio front refuses and the SDK would take (httpBodyError).
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 			return
 		}
-		if r.Method == http.MethodPost {
-			// The body is read here, before the SDK reads it, to refuse
-			// what the stdio front refuses and the SDK would take
-			// (httpBodyError).
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-					return
-				}
-				http.Error(w, "failed to read body", http.StatusBadRequest)
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	id := r.Header.Get(sessionIDHeader)
+	sessionVersion := func() string {
+		if id != "" && ti != nil {
+			return g.sessionVersion(ti.UserID, id)
+		}
+		return ""
+	}
+	if reply := httpBodyError(body, version, sessionVersion); reply != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(reply)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if ti == nil {
+		f.sdk.ServeHTTP(w, r) // unreachable behind RequireBearerToken
+		return
+	}
+	if id != "" {
+		ss, end := f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+		defer end()
+		if ss != nil {
+			if g.fastToolCall(w, r, ti, ss, version, body) {
 				return
 			}
-			sessionVersion := func() string {
-				ti := auth.TokenInfoFromContext(r.Context())
-				if id := r.Header.Get(sessionIDHeader); id != "" && ti != nil {
-					return g.sessionVersion(ti.UserID, id)
-				}
-				return ""
-			}
-			if reply := httpBodyError(body, version, sessionVersion); reply != nil {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				w.Write(reply)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if id := r.Header.Get(sessionIDHeader); id != "" {
-				if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-					ss, end := clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
-					defer end()
-					if ss != nil {
-						if g.fastToolCall(w, r, ti, ss, version, body) {
-							return
-						}
-						g.fast.cancelNamed(id, body)
-					}
-				}
-			}
+			g.fast.cancelNamed(id, body)
 		}
-		if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" {
-			// A POST without a session id opens a session: counted and
-			// opened under the principal's lock, so the cap holds however
-			// many arrive at once. The lock is held only while the
-			// session is opened: the body is read before it is taken (a
-			// slow upload holds nothing), and it is let go once the SDK
-			// answers anything, by which time the session is connected
-			// or refused (the calls of a batch that opened it may take as
-			// long as a hold).
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-				mu, _ := opening.LoadOrStore(ti.UserID, new(sync.Mutex))
-				mu.(*sync.Mutex).Lock()
-				opened := sync.OnceFunc(mu.(*sync.Mutex).Unlock)
-				defer opened()
-				if n := g.sessionCount(ti.UserID); n >= most {
-					g.logger.Warn("session refused: too many open", "principal", ti.UserID, "sessions", n, "max_sessions", most)
-					http.Error(w, fmt.Sprintf("Too Many Requests: %d sessions of this principal are open, the most the gateway allows; close one (DELETE) or let one go idle", n), http.StatusTooManyRequests)
-					return
-				}
-				w = &openingWriter{ResponseWriter: w, opened: opened}
-				// The session the SDK opens starts idle once the POST
-				// that opened it is answered.
-				defer func() {
-					if id := w.Header().Get(sessionIDHeader); id != "" {
-						_, end := clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
-						end()
-					}
-				}()
-			}
-		}
-		// A client that deletes its session ends the calls it holds for
-		// approval first: the SDK answers the DELETE once the session's
-		// calls are answered. Only the session's principal can, as only
-		// it can delete the session, and only with a DELETE the SDK will
-		// carry out.
-		if id := r.Header.Get(sessionIDHeader); r.Method == http.MethodDelete && id != "" {
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && g.deleteCloses(r, id, ti.UserID) {
-				g.held.end(id, ti.UserID)
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
+		f.sdk.ServeHTTP(w, r)
+		return
+	}
+	// A POST without a session id opens a session: counted and opened
+	// under the principal's lock, so the cap holds however many arrive at
+	// once. The lock is held only while the session is opened: the body
+	// is read before it is taken (a slow upload holds nothing), and it is
+	// let go once the SDK answers anything, by which time the session is
+	// connected or refused (the calls of a batch that opened it may take
+	// as long as a hold).
+	mu, _ := f.opening.LoadOrStore(ti.UserID, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	opened := sync.OnceFunc(mu.(*sync.Mutex).Unlock)
+	defer opened()
+	if n := g.sessionCount(ti.UserID); n >= f.most {
+		g.logger.Warn("session refused: too many open", "principal", ti.UserID, "sessions", n, "max_sessions", f.most)
+		http.Error(w, fmt.Sprintf("Too Many Requests: %d sessions of this principal are open, the most the gateway allows; close one (DELETE) or let one go idle", n), http.StatusTooManyRequests)
+		return
+	}
+	f.sdk.ServeHTTP(&openingWriter{ResponseWriter: w, opened: opened}, r)
+	// The session the SDK opened starts idle once the POST that opened it
+	// is answered.
+	if id := w.Header().Get(sessionIDHeader); id != "" {
+		_, end := f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+		end()
+	}
+}
+
+// delete ends the calls a session holds for approval before the SDK
+// deletes it: the SDK answers the DELETE once the session's calls are
+// answered. Only the session's principal can, as only it can delete the
+// session, and only with a DELETE the SDK will carry out.
+func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(sessionIDHeader)
+	ti := auth.TokenInfoFromContext(r.Context())
+	if id == "" || ti == nil || !f.g.deleteCloses(r, id, ti.UserID) {
+		f.sdk.ServeHTTP(w, r)
+		return
+	}
+	f.g.held.end(id, ti.UserID)
+	f.sdk.ServeHTTP(w, r)
+	f.clock.forget(f.g.serverOf(ti.UserID), id)
 }
 
 // deleteCloses reports whether the SDK's handler will close session id of
@@ -878,16 +908,7 @@ func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
 
 // session is principal's session id, nil when it has none of that id.
 func (g *Gateway) session(principal, id string) *mcp.ServerSession {
-	s := g.serverOf(principal)
-	if s == nil {
-		return nil
-	}
-	for ss := range s.Sessions() {
-		if ss.ID() == id {
-			return ss
-		}
-	}
-	return nil
+	return openSession(g.serverOf(principal), id)
 }
 
 // sessionVersion is the protocol version principal's session id

@@ -93,6 +93,10 @@ func TestHTTPFastCallLeavesTheRestToTheSDK(t *testing.T) {
 			req.Header.Set("Mcp-Protocol-Version", version)
 		}
 		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
 			if v == "" {
 				req.Header.Del(k)
 			} else {
@@ -113,29 +117,30 @@ func TestHTTPFastCallLeavesTheRestToTheSDK(t *testing.T) {
 		session, version, body string
 		header                 map[string]string
 	}{
-		"no version header":                     {session, "", call, nil},
-		"another version than the session's":    {session, "2025-06-18", call, nil},
-		"a 2025-03-26 session":                  {old, "2025-03-26", call, nil},
-		"Accept without event streams":          {session, legacyVersion, call, map[string]string{"Accept": "application/json"}},
-		"Accept without JSON":                   {session, legacyVersion, call, map[string]string{"Accept": "text/event-stream"}},
-		"a Content-Type not JSON":               {session, legacyVersion, call, map[string]string{"Content-Type": "text/plain"}},
-		"no Content-Type":                       {session, legacyVersion, call, map[string]string{"Content-Type": ""}},
-		"a Last-Event-ID":                       {session, legacyVersion, call, map[string]string{"Last-Event-ID": "x_1"}},
-		"a progress token":                      {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"progressToken":1}}}`, nil},
-		"a per-request protocol version":        {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil},
-		"no params":                             {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, nil},
-		"null params":                           {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`, nil},
-		"params not an object":                  {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, nil},
-		"a name not a string":                   {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, nil},
-		"no id":                                 {session, legacyVersion, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"github__echo"}}`, nil},
-		"a null id":                             {session, legacyVersion, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
-		"another JSON-RPC version":              {session, legacyVersion, `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
-		"another method":                        {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"Tools/call","params":{"name":"github__echo"}}`, nil},
-		"a result too":                          {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"},"result":{}}`, nil},
-		"something after the message":           {session, legacyVersion, call + `{}`, nil},
-		"a batch":                               {session, legacyVersion, `[` + call + `]`, nil},
-		"arguments nested past the SDK's depth": {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}`, nil},
-		"an unknown session":                    {"nosuch", legacyVersion, call, nil},
+		"no version header":                            {session, "", call, nil},
+		"another version than the session's":           {session, "2025-06-18", call, nil},
+		"a 2025-03-26 session":                         {old, "2025-03-26", call, nil},
+		"Accept without event streams":                 {session, legacyVersion, call, map[string]string{"Accept": "application/json"}},
+		"Accept without JSON":                          {session, legacyVersion, call, map[string]string{"Accept": "text/event-stream"}},
+		"a Content-Type not JSON":                      {session, legacyVersion, call, map[string]string{"Content-Type": "text/plain"}},
+		"no Content-Type":                              {session, legacyVersion, call, map[string]string{"Content-Type": ""}},
+		"a Host the SDK refuses on a loopback address": {session, legacyVersion, call, map[string]string{"Host": "evil.example"}},
+		"a Last-Event-ID":                              {session, legacyVersion, call, map[string]string{"Last-Event-ID": "x_1"}},
+		"a progress token":                             {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"progressToken":1}}}`, nil},
+		"a per-request protocol version":               {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, nil},
+		"no params":                                    {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, nil},
+		"null params":                                  {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`, nil},
+		"params not an object":                         {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, nil},
+		"a name not a string":                          {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, nil},
+		"no id":                                        {session, legacyVersion, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"a null id":                                    {session, legacyVersion, `{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"another JSON-RPC version":                     {session, legacyVersion, `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
+		"another method":                               {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"Tools/call","params":{"name":"github__echo"}}`, nil},
+		"a result too":                                 {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"},"result":{}}`, nil},
+		"something after the message":                  {session, legacyVersion, call + `{}`, nil},
+		"a batch":                                      {session, legacyVersion, `[` + call + `]`, nil},
+		"arguments nested past the SDK's depth":        {session, legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}}`, nil},
+		"an unknown session":                           {"nosuch", legacyVersion, call, nil},
 	} {
 		t.Run(name, func(t *testing.T) { send(c.session, c.version, c.body, c.header) })
 	}

@@ -897,13 +897,10 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 // deleteCloses reports whether the SDK's handler will close session id of
 // principal on DELETE request r, rather than refuse it before: the session
 // is principal's and the request's Host passes the SDK's check against DNS
-// rebinding (a server listening on a loopback address refuses a Host that
-// is not one). Its MCP-Protocol-Version header was checked before.
+// rebinding (hostRefused). Its MCP-Protocol-Version header was checked
+// before.
 func (g *Gateway) deleteCloses(r *http.Request, id, principal string) bool {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host) {
-		return false
-	}
-	return g.session(principal, id) != nil
+	return !hostRefused(r) && g.session(principal, id) != nil
 }
 
 // session is principal's session id, nil when it has none of that id.

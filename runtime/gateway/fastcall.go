@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net"
 	"net/http"
@@ -69,7 +70,8 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if !g.fast.add(key, cancel) {
-		return false
+		writeDuplicate(w, req.ID)
+		return true
 	}
 	defer g.fast.remove(key)
 	g.fastAnswered.Add(1)
@@ -107,6 +109,48 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 		_ = http.NewResponseController(w).Flush()
 	}
 	return true
+}
+
+// sdkCall registers the call in body, when it is one message with an id,
+// as in flight in session until done is called, while the SDK answers it:
+// a call the front takes under the same id is then refused, as the SDK
+// refuses one in flight with it. ok is false when the front is answering a
+// call of that id; the request is then answered as the SDK answers it.
+func (g *Gateway) sdkCall(w http.ResponseWriter, session string, body []byte) (done func(), ok bool) {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' {
+		return func() {}, true
+	}
+	var m struct {
+		ID     any             `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	if _, err := segjson.Parse(b, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil || len(m.Method) == 0 {
+		return func() {}, true
+	}
+	id, err := jsonrpc.MakeID(m.ID)
+	if err != nil || !id.IsValid() {
+		return func() {}, true
+	}
+	k := fastKey{session, idText(id)}
+	if !g.fast.add(k, nil) {
+		writeDuplicate(w, id)
+		return nil, false
+	}
+	return func() { g.fast.remove(k) }, true
+}
+
+// writeDuplicate answers a call whose id is in flight as the SDK does.
+func writeDuplicate(w http.ResponseWriter, id jsonrpc.ID) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("duplicate in-flight request ID %v", id.Raw()),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	if err == nil {
+		w.Write(data)
+	}
 }
 
 // parseToolCall decodes body as the SDK decodes a single message and a
@@ -216,8 +260,10 @@ func hostRefused(r *http.Request) bool {
 // fastKey names a call the front answers: its session and id.
 type fastKey struct{ session, id string }
 
-// fastCalls are the calls the front is answering, to cancel when their
-// client says so.
+// fastCalls are the calls in flight in each HTTP session: those the front
+// answers, with what cancels them when their client says so, and those the
+// SDK answers (with no cancel here; the SDK cancels them), so that an id is
+// in flight once whichever path takes it.
 type fastCalls struct {
 	mu    sync.Mutex
 	calls map[fastKey]context.CancelFunc
@@ -265,7 +311,7 @@ func (f *fastCalls) cancelNamed(session string, body []byte) {
 		return
 	}
 	f.mu.Lock()
-	cancel := f.calls[fastKey{session, idText(id)}]
+	cancel := f.calls[fastKey{session, idText(id)}] // nil for the SDK's
 	f.mu.Unlock()
 	if cancel != nil {
 		cancel()

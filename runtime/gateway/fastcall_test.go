@@ -289,3 +289,59 @@ func TestParseToolCallDepth(t *testing.T) {
 		t.Errorf("the SDK takes a call %d levels deep", sdkMaxDepth+1)
 	}
 }
+
+// TestHTTPDuplicateInFlightID: an id in flight in a session is refused on
+// either path, as the SDK refuses it, and the first call is answered.
+func TestHTTPDuplicateInFlightID(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	post := func(body string) (*http.Response, string) {
+		t.Helper()
+		return do(http.MethodPost, "alice-token", session, legacyVersion, body)
+	}
+	wait := func(id, params string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+	}
+	for _, first := range []struct{ path, params string }{
+		{"the front", `{"name":"github__wait"}`},
+		{"the SDK", withProgressToken(`{"name":"github__wait"}`)},
+	} {
+		waiting := tg.github.Waiting()
+		answered := make(chan string, 1)
+		go func() { _, out := post(wait(`9`, first.params)); answered <- out }()
+		select {
+		case <-waiting:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the call through %s did not reach the upstream", first.path)
+		}
+		for _, again := range []string{`{"name":"github__echo"}`, withProgressToken(`{"name":"github__echo"}`)} {
+			resp, out := post(wait(`9`, again))
+			want := `{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"duplicate in-flight request ID 9"}}`
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
+				t.Errorf("with id 9 in flight through %s, %s was answered %s %s; want 400 %s", first.path, again, resp.Status, out, want)
+			}
+		}
+		// Another id is taken.
+		if resp, out := post(wait(`"9"`, `{"name":"github__echo"}`)); resp.StatusCode != http.StatusOK {
+			t.Errorf("id \"9\" was answered %s %s", resp.Status, out)
+		}
+		if resp, out := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("the cancellation was answered %s %s", resp.Status, out)
+		}
+		select {
+		case out := <-answered:
+			if !strings.Contains(out, `"id":9,`) {
+				t.Errorf("the first call through %s was answered %s", first.path, out)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("the first call through %s was not answered after its cancellation", first.path)
+		}
+		eventually(t, 2*time.Second, "no call in flight", func() bool {
+			tg.fast.mu.Lock()
+			defer tg.fast.mu.Unlock()
+			return len(tg.fast.calls) == 0
+		})
+	}
+}

@@ -849,6 +849,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 				return
 			}
 			g.fast.cancelNamed(id, body)
+			done, ok := g.sdkCall(w, id, body)
+			if !ok {
+				return
+			}
+			defer done()
 		}
 		f.sdk.ServeHTTP(w, r)
 		return

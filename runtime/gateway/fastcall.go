@@ -46,34 +46,34 @@ import (
 //
 // It leaves to the SDK: a session that negotiated 2025-03-26 or asked for
 // another version in its MCP-Protocol-Version header (or sent none); a
-// Content-Type that is not application/json, an Accept without both
-// application/json and text/event-stream, a Last-Event-ID, a Host the SDK
-// refuses on a loopback address; a body that is not one JSON object with
-// nothing after it, nests deeper than the SDK reads, or is not a
-// "2.0" request with an id and method "tools/call"; params that are absent
-// or do not decode as the SDK decodes them; a progress token (a held
-// call's progress goes on the request's own stream, which only the SDK
-// keeps) or a per-request protocol version in _meta; and an id already in
-// flight in the session.
+// request the SDK refuses before it reads the body (sdkTakes); a body that
+// is not one JSON object with nothing after it, nests deeper than the SDK
+// reads, or is not a "2.0" request with an id and method "tools/call";
+// params that are absent or do not decode as the SDK decodes them; a
+// progress token (a held call's progress goes on the request's own stream,
+// which only the SDK keeps) or a per-request protocol version in _meta; a
+// session being closed; and an id of a call the SDK is answering. A call
+// under the id of one the front is answering is refused as the SDK refuses
+// an id in flight.
 func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.TokenInfo, ss *mcp.ServerSession, version string, body []byte) bool {
-	if version < "2025-06-18" || version != sessionVersionOf(ss) {
-		return false
-	}
-	if len(r.Header.Values("Last-Event-ID")) > 0 || !jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) || hostRefused(r) {
+	if version < "2025-06-18" || version != sessionVersionOf(ss) || !sdkTakes(r) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
 	req, params, ok := parseToolCall(body)
 	if !ok {
 		return false
 	}
-	key := fastKey{ss.ID(), idText(req.ID)}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	if !g.fast.add(key, cancel) {
+	release, taken := g.fast.takeFast(ss.ID(), ti.UserID, idText(req.ID), cancel)
+	switch taken {
+	case declined:
+		return false
+	case duplicate:
 		writeDuplicate(w, req.ID)
 		return true
 	}
-	defer g.fast.remove(key)
+	defer release()
 	g.fastAnswered.Add(1)
 
 	res, err := g.callTool(ctx, ti.UserID, &mcp.CallToolRequest{
@@ -97,10 +97,7 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 	if err != nil {
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
 	}
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
+	streamHeaders(w)
 	event := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
 	event = append(event, "event: message\ndata: "...)
 	event = append(event, data...)
@@ -111,37 +108,18 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 	return true
 }
 
-// sdkCall registers the call in body, when it is one message with an id,
-// as in flight in session until done is called, while the SDK answers it:
-// a call the front takes under the same id is then refused, as the SDK
-// refuses one in flight with it. ok is false when the front is answering a
-// call of that id; the request is then answered as the SDK answers it.
-func (g *Gateway) sdkCall(w http.ResponseWriter, session string, body []byte) (done func(), ok bool) {
-	b := bytes.TrimLeft(body, " \t\r\n")
-	if len(b) == 0 || b[0] != '{' {
-		return func() {}, true
-	}
-	var m struct {
-		ID     any             `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
-	if _, err := segjson.Parse(b, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil || len(m.Method) == 0 {
-		return func() {}, true
-	}
-	id, err := jsonrpc.MakeID(m.ID)
-	if err != nil || !id.IsValid() {
-		return func() {}, true
-	}
-	k := fastKey{session, idText(id)}
-	if !g.fast.add(k, nil) {
-		writeDuplicate(w, id)
-		return nil, false
-	}
-	return func() { g.fast.remove(k) }, true
+// streamHeaders sets the headers the SDK sets on the answer to a POST
+// with a call, before it looks for the call's id among those in flight.
+func streamHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
 }
 
 // writeDuplicate answers a call whose id is in flight as the SDK does.
 func writeDuplicate(w http.ResponseWriter, id jsonrpc.ID) {
+	streamHeaders(w)
 	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("duplicate in-flight request ID %v", id.Raw()),
@@ -153,13 +131,84 @@ func writeDuplicate(w http.ResponseWriter, id jsonrpc.ID) {
 	}
 }
 
-// parseToolCall decodes body as the SDK decodes a single message and a
-// tools/call's params, with the same decoder and options, and returns the
-// request and its params when body is a tools/call the front answers.
-func parseToolCall(body []byte) (*jsonrpc.Request, *mcp.CallToolParamsRaw, bool) {
+// sdkTakes reports whether the SDK's handler reads a POST request r of an
+// open session rather than refusing it first: its Host passes the check
+// against DNS rebinding, its Content-Type is application/json and its
+// Accept admits both application/json and text/event-stream. (Its
+// MCP-Protocol-Version was checked before.) Only then does the SDK count
+// the request against the session's idle time.
+func sdkTakes(r *http.Request) bool {
+	return !hostRefused(r) && jsonContent(r.Header.Get("Content-Type")) && acceptsBoth(r.Header.Values("Accept"))
+}
+
+// toSDK is what the front does with a POST of session it hands to the SDK:
+// a call's id is registered as in flight until release is called, so the
+// front leaves a call under the same id to the SDK, which refuses it; and a
+// notifications/cancelled the SDK would act on cancels the front's call it
+// names. Neither looks further than a request the SDK reads (sdkTakes).
+func (f *fastCalls) toSDK(r *http.Request, session string, body []byte) (release func()) {
+	release = func() {}
+	if !sdkTakes(r) || len(r.Header.Values("Last-Event-ID")) > 0 {
+		return release
+	}
+	m, ok := parseMessage(body)
+	switch {
+	case !ok:
+	case m.ID.IsValid():
+		release = f.takeSDK(session, idText(m.ID))
+	default:
+		f.cancelNamed(session, m)
+	}
+	return release
+}
+
+// cancelNamed cancels the front's call of session that notification m
+// names, when m is a notifications/cancelled.
+func (f *fastCalls) cancelNamed(session string, m *jsonrpc.Request) {
+	if m.ID.IsValid() || m.Method != "notifications/cancelled" || len(m.Params) == 0 {
+		return
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if _, err := segjson.Parse(m.Params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return
+	}
+	if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
+		f.cancel(session, idText(id))
+	}
+}
+
+// closingNotice answers a notification to session of principal while the
+// session is being closed: the SDK has let it go, and the front is
+// answering its last calls. A notifications/cancelled still reaches them,
+// as the SDK takes notifications while it closes a session and waits for
+// its calls. It reports whether it answered.
+func (f *fastCalls) closingNotice(w http.ResponseWriter, session, principal string, body []byte) bool {
+	f.mu.Lock()
+	sc := f.sessions[session]
+	closing := sc != nil && sc.closing && sc.principal == principal
+	f.mu.Unlock()
+	if !closing {
+		return false
+	}
+	m, ok := parseMessage(body)
+	if !ok || m.ID.IsValid() {
+		return false
+	}
+	f.cancelNamed(session, m)
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// parseMessage decodes body as the SDK decodes a single request or
+// notification, with the same decoder and options: ok is false for
+// anything else, or what the SDK would not decode, or decode otherwise.
+// A notification's ID is the zero ID.
+func parseMessage(body []byte) (*jsonrpc.Request, bool) {
 	b := bytes.TrimLeft(body, " \t\r\n")
 	if len(b) == 0 || b[0] != '{' || tooDeep(b) {
-		return nil, nil, false
+		return nil, false
 	}
 	var m struct {
 		VersionTag string          `json:"jsonrpc"`
@@ -170,19 +219,30 @@ func parseToolCall(body []byte) (*jsonrpc.Request, *mcp.CallToolParamsRaw, bool)
 		Error      json.RawMessage `json:"error,omitempty"`
 	}
 	rest, err := segjson.Parse(b, &m, segjson.DontMatchCaseInsensitiveStructFields)
-	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || m.VersionTag != "2.0" || m.Result != nil || m.Error != nil {
-		return nil, nil, false
+	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || m.VersionTag != "2.0" || m.Result != nil || m.Error != nil || len(m.Method) == 0 {
+		return nil, false
 	}
 	var method string
-	if _, err := segjson.Parse(m.Method, &method, segjson.DontMatchCaseInsensitiveStructFields); err != nil || method != methodCallTool {
-		return nil, nil, false
+	if _, err := segjson.Parse(m.Method, &method, segjson.DontMatchCaseInsensitiveStructFields); err != nil || method == "" {
+		return nil, false
 	}
 	id, err := jsonrpc.MakeID(m.ID)
-	if err != nil || !id.IsValid() || len(m.Params) == 0 {
+	if err != nil {
+		return nil, false
+	}
+	return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, true
+}
+
+// parseToolCall decodes body as the SDK decodes a single message and a
+// tools/call's params, with the same decoder and options, and returns the
+// request and its params when body is a tools/call the front answers.
+func parseToolCall(body []byte) (*jsonrpc.Request, *mcp.CallToolParamsRaw, bool) {
+	req, ok := parseMessage(body)
+	if !ok || req.Method != methodCallTool || !req.ID.IsValid() || len(req.Params) == 0 {
 		return nil, nil, false
 	}
 	var p *mcp.CallToolParamsRaw
-	if rest, err := segjson.Parse(m.Params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil || p == nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
+	if rest, err := segjson.Parse(req.Params, &p, segjson.DontMatchCaseInsensitiveStructFields); err != nil || p == nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
 		return nil, nil, false
 	}
 	if _, ok := p.Meta["progressToken"]; ok {
@@ -191,7 +251,7 @@ func parseToolCall(body []byte) (*jsonrpc.Request, *mcp.CallToolParamsRaw, bool)
 	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
 		return nil, nil, false
 	}
-	return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, p, true
+	return req, p, true
 }
 
 // sdkMaxDepth is the deepest nesting of objects and arrays the SDK decodes.
@@ -257,64 +317,139 @@ func hostRefused(r *http.Request) bool {
 	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
 }
 
-// fastKey names a call the front answers: its session and id.
-type fastKey struct{ session, id string }
-
-// fastCalls are the calls in flight in each HTTP session: those the front
-// answers, with what cancels them when their client says so, and those the
-// SDK answers (with no cancel here; the SDK cancels them), so that an id is
-// in flight once whichever path takes it.
+// fastCalls are the calls in flight in each HTTP session, by id: those the
+// front answers, with what cancels them when their client says so, and
+// those handed to the SDK (which cancels its own). An id is in flight once
+// in a session whichever path takes it, as in the SDK alone.
 type fastCalls struct {
-	mu    sync.Mutex
-	calls map[fastKey]context.CancelFunc
+	mu       sync.Mutex
+	sessions map[string]*sessionCalls
 }
 
-// add records call k, cancelled by cancel; false when k is in flight
-// already.
-func (f *fastCalls) add(k fastKey, cancel context.CancelFunc) bool {
+type sessionCalls struct {
+	principal string                        // whose session it is
+	calls     map[string]context.CancelFunc // id text → cancel; nil for the SDK's
+	// closing is set once the session is being closed: the front takes
+	// none of its calls after, and front waits for those it took.
+	closing bool
+	front   sync.WaitGroup
+}
+
+// Outcomes of takeFast.
+const (
+	taken     = iota
+	declined  // the SDK is to handle the call
+	duplicate // the front is answering a call of that id
+)
+
+// takeFast registers call id of session for the front to answer, ended by
+// cancel when its client cancels it; release forgets it. The outcome is
+// declined when the session is closing or the SDK holds a call of that id,
+// and duplicate when the front does.
+func (f *fastCalls) takeFast(session, principal, id string, cancel context.CancelFunc) (release func(), outcome int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, dup := f.calls[k]; dup {
-		return false
+	sc := f.session(session)
+	sc.principal = principal
+	if sc.closing {
+		return nil, declined
 	}
-	if f.calls == nil {
-		f.calls = map[fastKey]context.CancelFunc{}
+	if c, held := sc.calls[id]; held {
+		if c == nil {
+			return nil, declined
+		}
+		return nil, duplicate
 	}
-	f.calls[k] = cancel
-	return true
+	sc.calls[id] = cancel
+	sc.front.Add(1)
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(sc.calls, id)
+		f.tidy(session, sc)
+		sc.front.Done()
+	}, taken
 }
 
-func (f *fastCalls) remove(k fastKey) {
+// takeSDK registers call id of session, handed to the SDK, unless a call of
+// that id is in flight already (the SDK takes it then, not knowing the
+// front's); release forgets it.
+func (f *fastCalls) takeSDK(session, id string) (release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.calls, k)
+	sc := f.session(session)
+	if _, held := sc.calls[id]; held {
+		return func() {}
+	}
+	sc.calls[id] = nil
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		delete(sc.calls, id)
+		f.tidy(session, sc)
+	}
 }
 
-// cancelNamed cancels the call of session that a notifications/cancelled
-// body names, if the front is answering it. The SDK is given the body too:
-// a call it answers is cancelled there.
-func (f *fastCalls) cancelNamed(session string, body []byte) {
-	if !bytes.Contains(body, []byte("notifications/cancelled")) {
-		return
-	}
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID any `json:"requestId"`
-		} `json:"params"`
-	}
-	if _, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil || m.Method != "notifications/cancelled" {
-		return
-	}
-	id, err := jsonrpc.MakeID(m.Params.RequestID)
-	if err != nil || !id.IsValid() {
-		return
-	}
+// cancel cancels the front's call id of session, if any.
+func (f *fastCalls) cancel(session, id string) {
 	f.mu.Lock()
-	cancel := f.calls[fastKey{session, idText(id)}] // nil for the SDK's
+	var cancel context.CancelFunc
+	if sc := f.sessions[session]; sc != nil {
+		cancel = sc.calls[id]
+	}
 	f.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+}
+
+// close marks session as being closed: the front takes none of its calls
+// after. wait waits for the calls the front took before, and forgets the
+// session.
+func (f *fastCalls) close(session string) (wait func()) {
+	f.mu.Lock()
+	sc := f.session(session)
+	sc.closing = true
+	f.mu.Unlock()
+	return func() {
+		sc.front.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.sessions[session] == sc {
+			delete(f.sessions, session)
+		}
+	}
+}
+
+// inFlight is the number of calls in flight in all sessions.
+func (f *fastCalls) inFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, sc := range f.sessions {
+		n += len(sc.calls)
+	}
+	return n
+}
+
+// session is session's calls, made on first use. f.mu is held.
+func (f *fastCalls) session(session string) *sessionCalls {
+	sc := f.sessions[session]
+	if sc == nil {
+		sc = &sessionCalls{calls: map[string]context.CancelFunc{}}
+		if f.sessions == nil {
+			f.sessions = map[string]*sessionCalls{}
+		}
+		f.sessions[session] = sc
+	}
+	return sc
+}
+
+// tidy forgets session once it has no call in flight and is not closing
+// (a closing session is forgotten by the wait of close). f.mu is held.
+func (f *fastCalls) tidy(session string, sc *sessionCalls) {
+	if len(sc.calls) == 0 && !sc.closing && f.sessions[session] == sc {
+		delete(f.sessions, session)
 	}
 }
 
@@ -328,6 +463,9 @@ func (f *fastCalls) cancelNamed(session string, body []byte) {
 // a session closed otherwise, when its timer fires.
 type idleClock struct {
 	timeout time.Duration
+	// closing marks a session the clock is about to close; wait returns
+	// once the calls the front took in it are answered.
+	closing func(session string) (wait func())
 	mu      sync.Mutex
 	open    map[string]*idleCount // session id →
 }
@@ -367,7 +505,7 @@ func (c *idleClock) begin(srv *mcp.Server, principal, id string) (ss *mcp.Server
 	return ss, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if n.busy--; n.busy == 0 {
+		if n.busy--; n.busy == 0 && c.open[id] == n {
 			n.idleSince = time.Now()
 			if n.timer != nil {
 				n.timer.Reset(c.timeout)
@@ -380,7 +518,7 @@ func (c *idleClock) begin(srv *mcp.Server, principal, id string) (ss *mcp.Server
 // a POST may have begun, or begun and ended, since the timer fired.
 func (c *idleClock) expire(srv *mcp.Server, id string, n *idleCount) {
 	c.mu.Lock()
-	if n.busy > 0 {
+	if n.busy > 0 || c.open[id] != n {
 		c.mu.Unlock()
 		return
 	}
@@ -392,7 +530,9 @@ func (c *idleClock) expire(srv *mcp.Server, id string, n *idleCount) {
 	delete(c.open, id)
 	c.mu.Unlock()
 	if ss := openSession(srv, id); ss != nil {
+		wait := c.closing(id)
 		ss.Close()
+		wait()
 	}
 }
 

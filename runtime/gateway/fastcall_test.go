@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -189,9 +190,7 @@ func TestHTTPFastCallCancelled(t *testing.T) {
 	// call too.
 	eventually(t, 2*time.Second, "the upstream to see the cancellation", func() bool { return tg.github.Cancelled.Load() == 1 })
 	eventually(t, 2*time.Second, "the call to end", func() bool {
-		tg.fast.mu.Lock()
-		defer tg.fast.mu.Unlock()
-		return len(tg.fast.calls) == 0
+		return tg.fast.inFlight() == 0
 	})
 }
 
@@ -225,10 +224,11 @@ func TestHTTPIdleTimeoutCountsEveryCall(t *testing.T) {
 	}
 }
 
-// A tools/call the front takes is one the SDK decodes alike: the SDK's
-// message decoder accepts the body as a request with the same id and
-// method, and its params decoder (the same library, with the same
-// options, through a Decoder) gives the same params.
+// A message the front reads (to answer a tools/call, or to act on a
+// cancellation) is one the SDK decodes alike: the SDK's message decoder
+// accepts the body as a request or notification with the same id, method
+// and params; and for a tools/call, its params decoder (the same library,
+// with the same options, through a Decoder) gives the same params.
 func FuzzParseToolCall(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo","arguments":{"a":1}}}`,
@@ -245,7 +245,17 @@ func FuzzParseToolCall(f *testing.F) {
 	for _, n := range []int{sdkMaxDepth - 3, sdkMaxDepth - 2} {
 		f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"a":"[{","b":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}}`))
 	}
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifi\u0063ations\/cancelled","params":{"requestId":"x"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if m, ok := parseMessage(body); ok {
+			msg, err := jsonrpc.DecodeMessage(body)
+			if err != nil {
+				t.Fatalf("read %q as a message; the SDK refuses it: %v", body, err)
+			}
+			if r, isReq := msg.(*jsonrpc.Request); !isReq || r.ID != m.ID || r.Method != m.Method || !bytes.Equal(r.Params, m.Params) {
+				t.Fatalf("read %q as %+v; the SDK reads %+v", body, m, msg)
+			}
+		}
 		req, params, ok := parseToolCall(body)
 		if !ok {
 			return
@@ -290,8 +300,11 @@ func TestParseToolCallDepth(t *testing.T) {
 	}
 }
 
-// TestHTTPDuplicateInFlightID: an id in flight in a session is refused on
-// either path, as the SDK refuses it, and the first call is answered.
+// TestHTTPDuplicateInFlightID: a call under the id of one in flight in its
+// session is refused as the SDK refuses it, whichever path has the first,
+// and the first call is answered. The one exception: a call the SDK takes
+// under the id of one the front answers is not refused (the SDK does not
+// know of the front's calls); it is answered on its own stream.
 func TestHTTPDuplicateInFlightID(t *testing.T) {
 	tg := startGateway(t, nil)
 	srv := aliceFront(t, tg)
@@ -318,9 +331,20 @@ func TestHTTPDuplicateInFlightID(t *testing.T) {
 		}
 		for _, again := range []string{`{"name":"github__echo"}`, withProgressToken(`{"name":"github__echo"}`)} {
 			resp, out := post(wait(`9`, again))
+			if first.path == "the front" && again != `{"name":"github__echo"}` {
+				if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":9,"result"`) {
+					t.Errorf("with id 9 in flight through the front, %s was answered %s %s; want the SDK's answer", again, resp.Status, out)
+				}
+				continue
+			}
 			want := `{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"duplicate in-flight request ID 9"}}`
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || out != want {
+			if resp.StatusCode != http.StatusBadRequest || out != want {
 				t.Errorf("with id 9 in flight through %s, %s was answered %s %s; want 400 %s", first.path, again, resp.Status, out, want)
+			}
+			for h, v := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-cache, no-transform", "Connection": "keep-alive"} {
+				if resp.Header.Get(h) != v {
+					t.Errorf("with id 9 in flight through %s, %s was answered with %s %q; want %q as from the SDK", first.path, again, h, resp.Header.Get(h), v)
+				}
 			}
 		}
 		// Another id is taken.
@@ -339,9 +363,201 @@ func TestHTTPDuplicateInFlightID(t *testing.T) {
 			t.Fatalf("the first call through %s was not answered after its cancellation", first.path)
 		}
 		eventually(t, 2*time.Second, "no call in flight", func() bool {
-			tg.fast.mu.Lock()
-			defer tg.fast.mu.Unlock()
-			return len(tg.fast.calls) == 0
+			return tg.fast.inFlight() == 0
 		})
+	}
+}
+
+// postWith sends a POST in alice's session at legacyVersion, with header
+// changed (an empty value deletes one; "Host" sets the request's host).
+func postWith(t *testing.T, url, session, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer alice-token")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(sessionIDHeader, session)
+	req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+	for k, v := range header {
+		switch {
+		case k == "Host":
+			req.Host = v
+		case v == "":
+			req.Header.Del(k)
+		default:
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, strings.TrimSpace(string(b))
+}
+
+// startWait starts a call of github__wait under id in session, through the
+// SDK when viaSDK, and returns once the upstream has it; the call's answer
+// arrives on the channel.
+func startWait(t *testing.T, tg *testGateway, url, session, id string, viaSDK bool) <-chan string {
+	t.Helper()
+	params := `{"name":"github__wait"}`
+	if viaSDK {
+		params = withProgressToken(params)
+	}
+	waiting := tg.github.Waiting()
+	out := make(chan string, 1)
+	go func() {
+		_, o := rawHTTP(t, url)(http.MethodPost, "alice-token", session, legacyVersion, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":`+params+`}`)
+		out <- o
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait call did not reach the upstream")
+	}
+	return out
+}
+
+// TestHTTPInFlightIDLeavesTheSDKsChecks: with a call of id 9 in flight, a
+// request under id 9 that the SDK refuses for another reason first is
+// answered as one under a free id is.
+func TestHTTPInFlightIDLeavesTheSDKsChecks(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
+	answered := startWait(t, tg, srv.URL, session, `9`, false)
+	defer func() {
+		postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil)
+		<-answered
+	}()
+	for name, c := range map[string]struct {
+		body   string
+		header map[string]string
+	}{
+		"Content-Type text/plain": {`{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"github__echo"}}`, map[string]string{"Content-Type": "text/plain"}},
+		"a refused Host":          {`{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"github__echo"}}`, map[string]string{"Host": "evil.example"}},
+		"no params":               {`{"jsonrpc":"2.0","id":ID,"method":"tools/call"}`, nil},
+		"an unknown method":       {`{"jsonrpc":"2.0","id":ID,"method":"nosuch"}`, nil},
+		"JSON-RPC 1.0":            {`{"jsonrpc":"1.0","id":ID,"method":"tools/call","params":{"name":"github__echo"}}`, nil},
+	} {
+		free, freeOut := postWith(t, srv.URL, session, strings.Replace(c.body, "ID", "10", 1), c.header)
+		busy, busyOut := postWith(t, srv.URL, session, strings.Replace(c.body, "ID", "9", 1), c.header)
+		if busy.StatusCode != free.StatusCode || strings.Replace(freeOut, "10", "9", 1) != busyOut {
+			t.Errorf("%s: under a free id %s %q; under id 9, in flight, %s %q", name, free.Status, freeOut, busy.Status, busyOut)
+		}
+	}
+}
+
+// TestHTTPCancelsWhatTheSDKWould: a notifications/cancelled cancels a call
+// the front answers only when the SDK would take the message, and then
+// however its method is escaped.
+func TestHTTPCancelsWhatTheSDKWould(t *testing.T) {
+	for name, c := range map[string]struct {
+		body   string
+		header map[string]string
+		cancel bool
+	}{
+		"JSON-RPC 1.0":      {`{"jsonrpc":"1.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil, false},
+		"with an id":        {`{"jsonrpc":"2.0","id":77,"method":"notifications/cancelled","params":{"requestId":9}}`, nil, false},
+		"a refused Host":    {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, map[string]string{"Host": "evil.example"}, false},
+		"Content-Type text": {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, map[string]string{"Content-Type": "text/plain"}, false},
+		"another id":        {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"9"}}`, nil, false},
+		"as sent":           {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil, true},
+		"an escaped method": {`{"jsonrpc":"2.0","method":"notifications\/cancelled","params":{"requestId":9}}`, nil, true},
+		"a \\u escape":      {`{"jsonrpc":"2.0","method":"notifi\u0063ations/cancelled","params":{"requestId":9}}`, nil, true},
+		"with a reason":     {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"x"}}`, nil, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tg := startGateway(t, nil)
+			srv := aliceFront(t, tg)
+			session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
+			answered := startWait(t, tg, srv.URL, session, `9`, false)
+			resp, out := postWith(t, srv.URL, session, c.body, c.header)
+			if c.cancel {
+				eventually(t, 2*time.Second, "the call to be cancelled", func() bool { return tg.github.Cancelled.Load() == 1 })
+				<-answered
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+			if tg.github.Cancelled.Load() != 0 {
+				t.Errorf("answered %s %q, and yet the call was cancelled", resp.Status, out)
+			}
+			// End it, so that the test need not wait for the call timeout.
+			postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil)
+			<-answered
+		})
+	}
+}
+
+// TestHTTPDeleteWaitsForTheFrontsCalls: a DELETE is answered once the
+// calls the front answers in the session are (as the SDK answers it once
+// its own are), and while it waits the front takes no new call of the
+// session: the SDK refuses it.
+func TestHTTPDeleteWaitsForTheFrontsCalls(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	answered := startWait(t, tg, srv.URL, session, `1`, false)
+	deleted := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := do(http.MethodDelete, "alice-token", session, legacyVersion, "")
+		deleted <- resp
+	}()
+	eventually(t, 2*time.Second, "the session to be closing", func() bool {
+		tg.fast.mu.Lock()
+		defer tg.fast.mu.Unlock()
+		sc := tg.fast.sessions[session]
+		return sc != nil && sc.closing
+	})
+	select {
+	case resp := <-deleted:
+		t.Fatalf("the DELETE was answered %s with a call in flight", resp.Status)
+	case <-time.After(200 * time.Millisecond):
+	}
+	logged := len(tg.log.all())
+	before := tg.fastAnswered.Load()
+	resp, out := postWith(t, srv.URL, session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__echo"}}`, nil)
+	if tg.fastAnswered.Load() != before || len(tg.log.all()) != logged || strings.Contains(out, `"result"`) {
+		t.Errorf("a call in the closing session was answered %s %q (decisions logged: %d)", resp.Status, out, len(tg.log.all())-logged)
+	}
+	// The client may still cancel the call it made.
+	postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, nil)
+	select {
+	case resp := <-deleted:
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("the DELETE was answered %s", resp.Status)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the DELETE was not answered after the call ended")
+	}
+	if out := <-answered; !strings.Contains(out, `"id":1,`) {
+		t.Errorf("the call was answered %q", out)
+	}
+	eventually(t, time.Second, "the session's calls to be forgotten", func() bool { return tg.fast.inFlight() == 0 && len(tg.fast.sessions) == 0 })
+}
+
+// TestHTTPRefusedPostsDoNotKeepSessionsOpen: a POST the SDK refuses before
+// it reads it (415 for a Content-Type) does not count against a session's
+// idle time, as in the SDK.
+func TestHTTPRefusedPostsDoNotKeepSessionsOpen(t *testing.T) {
+	tg := startGateway(t, nil)
+	const idle = 400 * time.Millisecond
+	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, IdleTimeout: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
+	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
+		if resp, out := postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "text/plain"}); resp.StatusCode != http.StatusUnsupportedMediaType && resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("answered %s %s", resp.Status, out)
+		}
+	}
+	if n := len(tg.sessionsOf(t, "alice")); n != 0 {
+		t.Errorf("after %v of POSTs the SDK refuses, %d session(s) open; want it closed after %v idle", 4*idle, n, idle)
 	}
 }

@@ -763,7 +763,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	front := &httpFront{
 		g:           g,
 		sdk:         h,
-		clock:       &idleClock{timeout: opts.IdleTimeout},
+		clock:       &idleClock{timeout: opts.IdleTimeout, closing: g.fast.close},
 		most:        opts.MaxSessions,
 		versions:    versions,
 		unsupported: fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ",")),
@@ -842,18 +842,20 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 		return
 	}
 	if id != "" {
-		ss, end := f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
-		defer end()
-		if ss != nil {
-			if g.fastToolCall(w, r, ti, ss, version, body) {
+		// A POST of a session counts against its idle time, on either
+		// path, once the SDK would take it.
+		if sdkTakes(r) {
+			ss, end := f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+			defer end()
+			switch {
+			case ss != nil:
+				if g.fastToolCall(w, r, ti, ss, version, body) {
+					return
+				}
+				defer g.fast.toSDK(r, id, body)()
+			case g.fast.closingNotice(w, id, ti.UserID, body):
 				return
 			}
-			g.fast.cancelNamed(id, body)
-			done, ok := g.sdkCall(w, id, body)
-			if !ok {
-				return
-			}
-			defer done()
 		}
 		f.sdk.ServeHTTP(w, r)
 		return
@@ -883,10 +885,13 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	}
 }
 
-// delete ends the calls a session holds for approval before the SDK
-// deletes it: the SDK answers the DELETE once the session's calls are
-// answered. Only the session's principal can, as only it can delete the
-// session, and only with a DELETE the SDK will carry out.
+// delete closes a session as the SDK does, with the calls the front
+// answers in it: the SDK answers the DELETE once the session's calls are
+// answered, and takes no call after it begins, so the front takes none
+// either and waits for those it took. The calls the session holds for
+// approval are ended first: they would wait for a human. Only the
+// session's principal can, as only it can delete the session, and only
+// with a DELETE the SDK will carry out.
 func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(sessionIDHeader)
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -894,8 +899,10 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 		f.sdk.ServeHTTP(w, r)
 		return
 	}
+	wait := f.g.fast.close(id)
 	f.g.held.end(id, ti.UserID)
 	f.sdk.ServeHTTP(w, r)
+	wait()
 	f.clock.forget(f.g.serverOf(ti.UserID), id)
 }
 

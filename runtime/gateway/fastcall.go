@@ -44,9 +44,10 @@ import (
 // answered; when it did not, nothing was written and the SDK is to handle
 // the request.
 //
+// The caller has checked that the SDK would read the request (sdkTakes).
 // It leaves to the SDK: a session that negotiated 2025-03-26 or asked for
 // another version in its MCP-Protocol-Version header (or sent none); a
-// request the SDK refuses before it reads the body (sdkTakes); a body that
+// Last-Event-ID; a body that
 // is not one JSON object with nothing after it, nests deeper than the SDK
 // reads, or is not a "2.0" request with an id and method "tools/call";
 // params that are absent or do not decode as the SDK decodes them; a
@@ -56,7 +57,7 @@ import (
 // under the id of one the front is answering is refused as the SDK refuses
 // an id in flight.
 func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.TokenInfo, ss *mcp.ServerSession, version string, body []byte) bool {
-	if version < "2025-06-18" || version != sessionVersionOf(ss) || !sdkTakes(r) || len(r.Header.Values("Last-Event-ID")) > 0 {
+	if version < "2025-06-18" || version != sessionVersionOf(ss) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
 	req, params, ok := parseToolCall(body)
@@ -145,10 +146,10 @@ func sdkTakes(r *http.Request) bool {
 // a call's id is registered as in flight until release is called, so the
 // front leaves a call under the same id to the SDK, which refuses it; and a
 // notifications/cancelled the SDK would act on cancels the front's call it
-// names. Neither looks further than a request the SDK reads (sdkTakes).
+// names. The caller has checked that the SDK reads the request (sdkTakes).
 func (f *fastCalls) toSDK(r *http.Request, session string, body []byte) (release func()) {
 	release = func() {}
-	if !sdkTakes(r) || len(r.Header.Values("Last-Event-ID")) > 0 {
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		return release
 	}
 	m, ok := parseMessage(body)
@@ -285,6 +286,9 @@ func tooDeep(b []byte) bool {
 // jsonContent reports whether a Content-Type is application/json, as the
 // SDK requires of a POST.
 func jsonContent(v string) bool {
+	if v == "application/json" {
+		return true // as clients send it; parsing allocates
+	}
 	t, _, err := mime.ParseMediaType(v)
 	return err == nil && t == "application/json"
 }
@@ -320,7 +324,8 @@ func hostRefused(r *http.Request) bool {
 // fastCalls are the calls in flight in each HTTP session, by id: those the
 // front answers, with what cancels them when their client says so, and
 // those handed to the SDK (which cancels its own). An id is in flight once
-// in a session whichever path takes it, as in the SDK alone.
+// in a session whichever path takes it, as in the SDK alone. A session's
+// entry is kept until it is closed (close), by DELETE or the idle clock.
 type fastCalls struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionCalls
@@ -366,7 +371,6 @@ func (f *fastCalls) takeFast(session, principal, id string, cancel context.Cance
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(sc.calls, id)
-		f.tidy(session, sc)
 		sc.front.Done()
 	}, taken
 }
@@ -386,7 +390,6 @@ func (f *fastCalls) takeSDK(session, id string) (release func()) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(sc.calls, id)
-		f.tidy(session, sc)
 	}
 }
 
@@ -443,14 +446,6 @@ func (f *fastCalls) session(session string) *sessionCalls {
 		f.sessions[session] = sc
 	}
 	return sc
-}
-
-// tidy forgets session once it has no call in flight and is not closing
-// (a closing session is forgotten by the wait of close). f.mu is held.
-func (f *fastCalls) tidy(session string, sc *sessionCalls) {
-	if len(sc.calls) == 0 && !sc.closing && f.sessions[session] == sc {
-		delete(f.sessions, session)
-	}
 }
 
 // idleClock closes an HTTP session after a while without a POST in flight,
@@ -529,11 +524,11 @@ func (c *idleClock) expire(srv *mcp.Server, id string, n *idleCount) {
 	}
 	delete(c.open, id)
 	c.mu.Unlock()
+	wait := c.closing(id)
 	if ss := openSession(srv, id); ss != nil {
-		wait := c.closing(id)
 		ss.Close()
-		wait()
 	}
+	wait()
 }
 
 // forget drops the count of session id once it is closed.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -200,12 +199,7 @@ func TestHTTPFastCallCancelled(t *testing.T) {
 func TestHTTPIdleTimeoutCountsEveryCall(t *testing.T) {
 	tg := startGateway(t, nil)
 	const idle = 400 * time.Millisecond
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, IdleTimeout: idle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
 	do := rawHTTP(t, srv.URL)
 	session := rawHTTPSession(t, do, legacyVersion)
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
@@ -545,12 +539,7 @@ func TestHTTPDeleteWaitsForTheFrontsCalls(t *testing.T) {
 func TestHTTPRefusedPostsDoNotKeepSessionsOpen(t *testing.T) {
 	tg := startGateway(t, nil)
 	const idle = 400 * time.Millisecond
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, IdleTimeout: idle})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
 	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
 	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
 		if resp, out := postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "text/plain"}); resp.StatusCode != http.StatusUnsupportedMediaType && resp.StatusCode != http.StatusNotFound {

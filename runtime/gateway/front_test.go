@@ -770,7 +770,14 @@ func rawHTTP(t *testing.T, url string) func(method, token, session, version, bod
 // test ends.
 func aliceFront(t *testing.T, tg *testGateway) *httptest.Server {
 	t.Helper()
-	h, err := tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}})
+	return aliceFrontWith(t, tg, HTTPOptions{})
+}
+
+// aliceFrontWith is aliceFront with opts, its tokens set to alice's.
+func aliceFrontWith(t *testing.T, tg *testGateway, opts HTTPOptions) *httptest.Server {
+	t.Helper()
+	opts.Tokens = map[string]string{tokenHash("alice-token"): "alice"}
+	h, err := tg.HTTPHandler(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	release, taken := g.fast.takeFast(ss.ID(), ti.UserID, idText(req.ID), cancel)
+	release, taken := g.fast.takeFast(g.serverOf(ti.UserID), ss.ID(), ti.UserID, idText(req.ID), cancel)
 	switch taken {
 	case declined:
 		return false
@@ -147,7 +147,7 @@ func sdkTakes(r *http.Request) bool {
 // front leaves a call under the same id to the SDK, which refuses it; and a
 // notifications/cancelled the SDK would act on cancels the front's call it
 // names. The caller has checked that the SDK reads the request (sdkTakes).
-func (f *fastCalls) toSDK(r *http.Request, session string, body []byte) (release func()) {
+func (f *fastCalls) toSDK(r *http.Request, srv *mcp.Server, session string, body []byte) (release func()) {
 	release = func() {}
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		return release
@@ -156,7 +156,7 @@ func (f *fastCalls) toSDK(r *http.Request, session string, body []byte) (release
 	switch {
 	case !ok:
 	case m.ID.IsValid():
-		release = f.takeSDK(session, idText(m.ID))
+		release = f.takeSDK(srv, session, idText(m.ID))
 	default:
 		f.cancelNamed(session, m)
 	}
@@ -351,10 +351,13 @@ const (
 // cancel when its client cancels it; release forgets it. The outcome is
 // declined when the session is closing or the SDK holds a call of that id,
 // and duplicate when the front does.
-func (f *fastCalls) takeFast(session, principal, id string, cancel context.CancelFunc) (release func(), outcome int) {
+func (f *fastCalls) takeFast(srv *mcp.Server, session, principal, id string, cancel context.CancelFunc) (release func(), outcome int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sc := f.session(session)
+	sc := f.session(srv, session)
+	if sc == nil {
+		return nil, declined
+	}
 	sc.principal = principal
 	if sc.closing {
 		return nil, declined
@@ -378,10 +381,13 @@ func (f *fastCalls) takeFast(session, principal, id string, cancel context.Cance
 // takeSDK registers call id of session, handed to the SDK, unless a call of
 // that id is in flight already (the SDK takes it then, not knowing the
 // front's); release forgets it.
-func (f *fastCalls) takeSDK(session, id string) (release func()) {
+func (f *fastCalls) takeSDK(srv *mcp.Server, session, id string) (release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sc := f.session(session)
+	sc := f.session(srv, session)
+	if sc == nil {
+		return func() {}
+	}
 	if _, held := sc.calls[id]; held {
 		return func() {}
 	}
@@ -411,7 +417,10 @@ func (f *fastCalls) cancel(session, id string) {
 // session.
 func (f *fastCalls) close(session string) (wait func()) {
 	f.mu.Lock()
-	sc := f.session(session)
+	sc := f.sessions[session]
+	if sc == nil {
+		sc = f.add(session)
+	}
 	sc.closing = true
 	f.mu.Unlock()
 	return func() {
@@ -435,16 +444,29 @@ func (f *fastCalls) inFlight() int {
 	return n
 }
 
-// session is session's calls, made on first use. f.mu is held.
-func (f *fastCalls) session(session string) *sessionCalls {
-	sc := f.sessions[session]
-	if sc == nil {
-		sc = &sessionCalls{calls: map[string]context.CancelFunc{}}
-		if f.sessions == nil {
-			f.sessions = map[string]*sessionCalls{}
-		}
-		f.sessions[session] = sc
+// session is session's calls, made on first use if srv still has the
+// session open, else nil. f.mu is held. A session that its DELETE or the
+// idle clock closed has its entry removed only once the SDK has let it go
+// (close), so a call that raced the close either registered in the entry
+// before it was marked closing, and is waited for, or finds the session
+// gone here.
+func (f *fastCalls) session(srv *mcp.Server, session string) *sessionCalls {
+	if sc := f.sessions[session]; sc != nil {
+		return sc
 	}
+	if openSession(srv, session) == nil {
+		return nil
+	}
+	return f.add(session)
+}
+
+// add makes session's entry. f.mu is held.
+func (f *fastCalls) add(session string) *sessionCalls {
+	sc := &sessionCalls{calls: map[string]context.CancelFunc{}}
+	if f.sessions == nil {
+		f.sessions = map[string]*sessionCalls{}
+	}
+	f.sessions[session] = sc
 	return sc
 }
 

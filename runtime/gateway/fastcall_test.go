@@ -3,10 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -311,46 +314,50 @@ func TestHTTPDuplicateInFlightID(t *testing.T) {
 	wait := func(id, params string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
 	}
-	for _, first := range []struct{ path, params string }{
-		{"the front", `{"name":"github__wait"}`},
-		{"the SDK", withProgressToken(`{"name":"github__wait"}`)},
+	// Each case has an id of its own: the SDK handles a notification
+	// after it has answered its POST, so the last case's cancellation
+	// could still be on its way.
+	for _, first := range []struct{ path, params, id string }{
+		{"the front", `{"name":"github__wait"}`, "9"},
+		{"the SDK", withProgressToken(`{"name":"github__wait"}`), "19"},
 	} {
+		id := first.id
 		waiting := tg.github.Waiting()
 		answered := make(chan string, 1)
-		go func() { _, out := post(wait(`9`, first.params)); answered <- out }()
+		go func() { _, out := post(wait(id, first.params)); answered <- out }()
 		select {
 		case <-waiting:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("the call through %s did not reach the upstream", first.path)
 		}
 		for _, again := range []string{`{"name":"github__echo"}`, withProgressToken(`{"name":"github__echo"}`)} {
-			resp, out := post(wait(`9`, again))
+			resp, out := post(wait(id, again))
 			if first.path == "the front" && again != `{"name":"github__echo"}` {
-				if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":9,"result"`) {
-					t.Errorf("with id 9 in flight through the front, %s was answered %s %s; want the SDK's answer", again, resp.Status, out)
+				if resp.StatusCode != http.StatusOK || !strings.Contains(out, `"id":`+id+`,"result"`) {
+					t.Errorf("with id %s in flight through the front, %s was answered %s %s; want the SDK's answer", id, again, resp.Status, out)
 				}
 				continue
 			}
-			want := `{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"duplicate in-flight request ID 9"}}`
+			want := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"duplicate in-flight request ID ` + id + `"}}`
 			if resp.StatusCode != http.StatusBadRequest || out != want {
-				t.Errorf("with id 9 in flight through %s, %s was answered %s %s; want 400 %s", first.path, again, resp.Status, out, want)
+				t.Errorf("with id %s in flight through %s, %s was answered %s %s; want 400 %s", id, first.path, again, resp.Status, out, want)
 			}
 			for h, v := range map[string]string{"Content-Type": "application/json", "Cache-Control": "no-cache, no-transform", "Connection": "keep-alive"} {
 				if resp.Header.Get(h) != v {
-					t.Errorf("with id 9 in flight through %s, %s was answered with %s %q; want %q as from the SDK", first.path, again, h, resp.Header.Get(h), v)
+					t.Errorf("with id %s in flight through %s, %s was answered with %s %q; want %q as from the SDK", id, first.path, again, h, resp.Header.Get(h), v)
 				}
 			}
 		}
 		// Another id is taken.
-		if resp, out := post(wait(`"9"`, `{"name":"github__echo"}`)); resp.StatusCode != http.StatusOK {
-			t.Errorf("id \"9\" was answered %s %s", resp.Status, out)
+		if resp, out := post(wait(strconv.Quote(id), `{"name":"github__echo"}`)); resp.StatusCode != http.StatusOK {
+			t.Errorf("id %q was answered %s %s", id, resp.Status, out)
 		}
-		if resp, out := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`); resp.StatusCode != http.StatusAccepted {
+		if resp, out := post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `}}`); resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("the cancellation was answered %s %s", resp.Status, out)
 		}
 		select {
 		case out := <-answered:
-			if !strings.Contains(out, `"id":9,`) {
+			if !strings.Contains(out, `"id":`+id+`,`) {
 				t.Errorf("the first call through %s was answered %s", first.path, out)
 			}
 		case <-time.After(3 * time.Second):
@@ -549,4 +556,111 @@ func TestHTTPRefusedPostsDoNotKeepSessionsOpen(t *testing.T) {
 	if n := len(tg.sessionsOf(t, "alice")); n != 0 {
 		t.Errorf("after %v of POSTs the SDK refuses, %d session(s) open; want it closed after %v idle", 4*idle, n, idle)
 	}
+}
+
+// TestHTTPIdleClockCountsAnUpload: a POST counts against its session's
+// idle time from when it arrives, as in the SDK, not once its body is
+// read: a call whose body takes longer to arrive than the idle time left
+// is answered.
+func TestHTTPIdleClockCountsAnUpload(t *testing.T) {
+	tg := startGateway(t, nil)
+	const idle = 500 * time.Millisecond
+	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
+	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
+	time.Sleep(idle / 2)
+	pr, pw := io.Pipe()
+	go func() {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
+		for i, part := range []string{body[:10], body[10:40], body[40:]} {
+			if i > 0 {
+				time.Sleep(idle)
+			}
+			pw.Write([]byte(part))
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(sessionIDHeader, session)
+	req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "github echo {}") {
+		t.Errorf("a call whose body took %v to arrive was answered %s %s", 2*idle, resp.Status, b)
+	}
+}
+
+// TestFastCallsOfAClosedSession: a call that reaches the registry after
+// its session was closed (it raced the DELETE) is left to the SDK, which
+// answers 404, and leaves no entry behind; so does a call handed to the
+// SDK.
+func TestFastCallsOfAClosedSession(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFront(t, tg)
+	do := rawHTTP(t, srv.URL)
+	session := rawHTTPSession(t, do, legacyVersion)
+	if resp, out := do(http.MethodDelete, "alice-token", session, legacyVersion, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %s %s", resp.Status, out)
+	}
+	if _, outcome := tg.fast.takeFast(tg.serverOf("alice"), session, "alice", "1", func() {}); outcome != declined {
+		t.Errorf("a call of the closed session was taken (outcome %d)", outcome)
+	}
+	tg.fast.takeSDK(tg.serverOf("alice"), session, "2")()
+	tg.fast.mu.Lock()
+	defer tg.fast.mu.Unlock()
+	if n := len(tg.fast.sessions); n != 0 {
+		t.Errorf("%d sessions have entries after the only one was closed", n)
+	}
+}
+
+// TestHTTPFrontChurn: calls on both paths, cancellations, DELETEs and idle
+// closes at once, many sessions over (run it with the race detector);
+// afterwards every session is closed and the front keeps no entry for any.
+func TestHTTPFrontChurn(t *testing.T) {
+	tg := startGateway(t, nil)
+	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: 80 * time.Millisecond})
+	do := rawHTTP(t, srv.URL)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				session := rawHTTPSession(t, do, legacyVersion)
+				var calls sync.WaitGroup
+				for c := range 4 {
+					calls.Add(1)
+					go func() {
+						defer calls.Done()
+						params := `{"name":"github__echo"}`
+						if c%2 == 1 {
+							params = withProgressToken(params)
+						}
+						do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c%3, params))
+						do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, c%3))
+					}()
+				}
+				switch (w + i) % 3 {
+				case 0:
+					do(http.MethodDelete, "alice-token", session, legacyVersion, "")
+				case 1:
+					time.Sleep(time.Duration(10*(w+i)%120) * time.Millisecond)
+				}
+				calls.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, 5*time.Second, "every session to close", func() bool { return len(tg.sessionsOf(t, "alice")) == 0 })
+	eventually(t, 2*time.Second, "the front to forget every session", func() bool {
+		tg.fast.mu.Lock()
+		defer tg.fast.mu.Unlock()
+		return len(tg.fast.sessions) == 0
+	})
 }

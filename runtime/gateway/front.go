@@ -810,6 +810,21 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string) {
 	g := f.g
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil {
+		f.sdk.ServeHTTP(w, r) // unreachable behind RequireBearerToken
+		return
+	}
+	id := r.Header.Get(sessionIDHeader)
+	// A POST of a session counts against its idle time, on either path,
+	// from when it arrives (its body may take a while) if the SDK would
+	// take it.
+	var ss *mcp.ServerSession
+	if id != "" && sdkTakes(r) {
+		var end func()
+		ss, end = f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+		defer end()
+	}
 	// The body is read here, before the SDK reads it, to refuse what the
 	// stdio front refuses and the SDK would take (httpBodyError).
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
@@ -822,10 +837,8 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 		http.Error(w, "failed to read body", http.StatusBadRequest)
 		return
 	}
-	ti := auth.TokenInfoFromContext(r.Context())
-	id := r.Header.Get(sessionIDHeader)
 	sessionVersion := func() string {
-		if id != "" && ti != nil {
+		if id != "" {
 			return g.sessionVersion(ti.UserID, id)
 		}
 		return ""
@@ -837,25 +850,15 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if ti == nil {
-		f.sdk.ServeHTTP(w, r) // unreachable behind RequireBearerToken
-		return
-	}
 	if id != "" {
-		// A POST of a session counts against its idle time, on either
-		// path, once the SDK would take it.
-		if sdkTakes(r) {
-			ss, end := f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
-			defer end()
-			switch {
-			case ss != nil:
-				if g.fastToolCall(w, r, ti, ss, version, body) {
-					return
-				}
-				defer g.fast.toSDK(r, id, body)()
-			case g.fast.closingNotice(w, id, ti.UserID, body):
+		switch {
+		case ss != nil:
+			if g.fastToolCall(w, r, ti, ss, version, body) {
 				return
 			}
+			defer g.fast.toSDK(r, g.serverOf(ti.UserID), id, body)()
+		case sdkTakes(r) && g.fast.closingNotice(w, id, ti.UserID, body):
+			return
 		}
 		f.sdk.ServeHTTP(w, r)
 		return

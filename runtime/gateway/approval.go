@@ -230,6 +230,9 @@ func Fingerprint(canonical []byte) string {
 type heldCalls struct {
 	mu    sync.Mutex
 	holds map[string]map[*heldCall]bool // session id → its holds
+	// ended are the sessions being deleted, with their principal: a call
+	// taken before the DELETE that reaches its hold after is ended at once.
+	ended map[string]string
 }
 
 type heldCall struct {
@@ -243,6 +246,9 @@ func (h *heldCalls) add(session, principal string, end context.CancelFunc) (remo
 	c := &heldCall{principal, end}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if p, ok := h.ended[session]; ok && p == principal {
+		end()
+	}
 	if h.holds == nil {
 		h.holds = map[string]map[*heldCall]bool{}
 	}
@@ -260,11 +266,23 @@ func (h *heldCalls) add(session, principal string, end context.CancelFunc) (remo
 	}
 }
 
-// end ends the holds of session that principal's calls made: only the
-// session's own principal can end them, as only it can delete the session.
+// forget forgets that session was ended, once it is closed.
+func (h *heldCalls) forget(session string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.ended, session)
+}
+
+// end ends the holds of session that principal's calls made, and those
+// they make until forget: only the session's own principal can end them,
+// as only it can delete the session.
 func (h *heldCalls) end(session, principal string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ended == nil {
+		h.ended = map[string]string{}
+	}
+	h.ended[session] = principal
 	for c := range h.holds[session] {
 		if c.principal == principal {
 			c.end()

@@ -180,12 +180,13 @@ func (f *fastCalls) cancelNamed(session string, m *jsonrpc.Request) {
 	}
 }
 
-// closingNotice answers a notification to session of principal while the
-// session is being closed: the SDK has let it go, and the front is
-// answering its last calls. A notifications/cancelled still reaches them,
-// as the SDK takes notifications while it closes a session and waits for
-// its calls. It reports whether it answered.
-func (f *fastCalls) closingNotice(w http.ResponseWriter, session, principal string, body []byte) bool {
+// closingAnswer answers a request of session of principal while the
+// session is being closed (close), and reports whether it did. A
+// notification is taken (202), and a notifications/cancelled still
+// reaches the call it names; any other request is answered as one of a
+// closed session is (404), where the SDK, closing, would take it and
+// answer nothing.
+func (f *fastCalls) closingAnswer(w http.ResponseWriter, session, principal string, body []byte) bool {
 	f.mu.Lock()
 	sc := f.sessions[session]
 	closing := sc != nil && sc.closing && sc.principal == principal
@@ -193,12 +194,12 @@ func (f *fastCalls) closingNotice(w http.ResponseWriter, session, principal stri
 	if !closing {
 		return false
 	}
-	m, ok := parseMessage(body)
-	if !ok || m.ID.IsValid() {
-		return false
+	if m, ok := parseMessage(body); ok && !m.ID.IsValid() {
+		f.cancelNamed(session, m)
+		w.WriteHeader(http.StatusAccepted)
+		return true
 	}
-	f.cancelNamed(session, m)
-	w.WriteHeader(http.StatusAccepted)
+	http.Error(w, "session not found", http.StatusNotFound)
 	return true
 }
 
@@ -334,10 +335,10 @@ type fastCalls struct {
 type sessionCalls struct {
 	principal string                        // whose session it is
 	calls     map[string]context.CancelFunc // id text → cancel; nil for the SDK's
-	// closing is set once the session is being closed: the front takes
-	// none of its calls after, and front waits for those it took.
-	closing bool
-	front   sync.WaitGroup
+	// closing is set once the session is being closed: no call of it is
+	// taken after, on either path, and inFlight waits for those taken.
+	closing  bool
+	inFlight sync.WaitGroup
 }
 
 // Outcomes of takeFast.
@@ -369,12 +370,12 @@ func (f *fastCalls) takeFast(srv *mcp.Server, session, principal, id string, can
 		return nil, duplicate
 	}
 	sc.calls[id] = cancel
-	sc.front.Add(1)
+	sc.inFlight.Add(1)
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(sc.calls, id)
-		sc.front.Done()
+		sc.inFlight.Done()
 	}, taken
 }
 
@@ -388,14 +389,16 @@ func (f *fastCalls) takeSDK(srv *mcp.Server, session, id string) (release func()
 	if sc == nil {
 		return func() {}
 	}
-	if _, held := sc.calls[id]; held {
+	if _, held := sc.calls[id]; held || sc.closing {
 		return func() {}
 	}
 	sc.calls[id] = nil
+	sc.inFlight.Add(1)
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		delete(sc.calls, id)
+		sc.inFlight.Done()
 	}
 }
 
@@ -412,10 +415,12 @@ func (f *fastCalls) cancel(session, id string) {
 	}
 }
 
-// close marks session as being closed: the front takes none of its calls
-// after. wait waits for the calls the front took before, and forgets the
-// session.
-func (f *fastCalls) close(session string) (wait func()) {
+// close marks session as being closed: no call of it is taken after, on
+// either path (closingAnswer answers the requests). wait waits for the
+// calls taken before to be answered, so that their answers are written
+// before the SDK closes the session (and drops what it has not written);
+// forget then forgets the session.
+func (f *fastCalls) close(session string) (wait, forget func()) {
 	f.mu.Lock()
 	sc := f.sessions[session]
 	if sc == nil {
@@ -423,8 +428,7 @@ func (f *fastCalls) close(session string) (wait func()) {
 	}
 	sc.closing = true
 	f.mu.Unlock()
-	return func() {
-		sc.front.Wait()
+	return sc.inFlight.Wait, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.sessions[session] == sc {
@@ -480,9 +484,8 @@ func (f *fastCalls) add(session string) *sessionCalls {
 // a session closed otherwise, when its timer fires.
 type idleClock struct {
 	timeout time.Duration
-	// closing marks a session the clock is about to close; wait returns
-	// once the calls the front took in it are answered.
-	closing func(session string) (wait func())
+	// closing readies a session of principal to be closed (httpFront.closing).
+	closing func(session, principal string) (wait, forget func())
 	mu      sync.Mutex
 	open    map[string]*idleCount // session id →
 }
@@ -546,11 +549,12 @@ func (c *idleClock) expire(srv *mcp.Server, id string, n *idleCount) {
 	}
 	delete(c.open, id)
 	c.mu.Unlock()
-	wait := c.closing(id)
+	wait, forget := c.closing(id, n.principal)
+	wait()
 	if ss := openSession(srv, id); ss != nil {
 		ss.Close()
 	}
-	wait()
+	forget()
 }
 
 // forget drops the count of session id once it is closed.

@@ -763,11 +763,12 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	front := &httpFront{
 		g:           g,
 		sdk:         h,
-		clock:       &idleClock{timeout: opts.IdleTimeout, closing: g.fast.close},
+		clock:       &idleClock{timeout: opts.IdleTimeout},
 		most:        opts.MaxSessions,
 		versions:    versions,
 		unsupported: fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ",")),
 	}
+	front.clock.closing = front.closing
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
 }
 
@@ -823,6 +824,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	if id != "" && sdkTakes(r) {
 		var end func()
 		ss, end = f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+		// The count ends when the client goes away, as the SDK's does,
+		// though the call it made runs on.
+		end = sync.OnceFunc(end)
+		defer context.AfterFunc(r.Context(), end)()
 		defer end()
 	}
 	// The body is read here, before the SDK reads it, to refuse what the
@@ -851,14 +856,14 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if id != "" {
-		switch {
-		case ss != nil:
+		if sdkTakes(r) && g.fast.closingAnswer(w, id, ti.UserID, body) {
+			return
+		}
+		if ss != nil {
 			if g.fastToolCall(w, r, ti, ss, version, body) {
 				return
 			}
 			defer g.fast.toSDK(r, g.serverOf(ti.UserID), id, body)()
-		case sdkTakes(r) && g.fast.closingNotice(w, id, ti.UserID, body):
-			return
 		}
 		f.sdk.ServeHTTP(w, r)
 		return
@@ -888,13 +893,13 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	}
 }
 
-// delete closes a session as the SDK does, with the calls the front
-// answers in it: the SDK answers the DELETE once the session's calls are
-// answered, and takes no call after it begins, so the front takes none
-// either and waits for those it took. The calls the session holds for
-// approval are ended first: they would wait for a human. Only the
-// session's principal can, as only it can delete the session, and only
-// with a DELETE the SDK will carry out.
+// delete closes a session with its calls answered, those the front
+// answers and those the SDK does: the SDK answers the DELETE once the
+// session's calls are done, but drops the answers it has not written by
+// then. So the session is readied to close (closing: no new call, its
+// holds ended) and the calls taken are answered before the SDK closes it.
+// Only the session's principal can, as only it can delete the session,
+// and only with a DELETE the SDK will carry out.
 func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(sessionIDHeader)
 	ti := auth.TokenInfoFromContext(r.Context())
@@ -902,11 +907,25 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 		f.sdk.ServeHTTP(w, r)
 		return
 	}
-	wait := f.g.fast.close(id)
-	f.g.held.end(id, ti.UserID)
-	f.sdk.ServeHTTP(w, r)
+	wait, forget := f.closing(id, ti.UserID)
 	wait()
+	f.sdk.ServeHTTP(w, r)
+	forget()
 	f.clock.forget(f.g.serverOf(ti.UserID), id)
+}
+
+// closing readies session of principal to be closed, by its DELETE or for
+// being idle: no call of it is taken after (fastCalls.close), and the
+// calls it holds for approval, or will, are ended. wait returns once the
+// calls taken are answered; forget, called once the session is closed,
+// forgets it.
+func (f *httpFront) closing(session, principal string) (wait, forget func()) {
+	wait, forgetCalls := f.g.fast.close(session)
+	f.g.held.end(session, principal)
+	return wait, func() {
+		forgetCalls()
+		f.g.held.forget(session)
+	}
 }
 
 // deleteCloses reports whether the SDK's handler will close session id of

@@ -340,10 +340,11 @@ principals: "carol@example.com": mcp_servers: github: access: tool: deny_list: [
 	}
 }
 
-// holdingGateway serves approvalPolicy with a gate that holds every call
-// until its context ends: held receives when a call is held, ended the
-// context's error when the hold ends.
-func holdingGateway(t *testing.T) (tg *testGateway, held chan struct{}, ended chan error) {
+// holdingGateway serves approvalPolicy, with holds of up to 120 s, and a
+// gate that holds every call until its context ends: held receives when a
+// call is held, ended the context's error when the hold ends. configure
+// changes the configuration further.
+func holdingGateway(t *testing.T, configure ...func(*Config)) (tg *testGateway, held chan struct{}, ended chan error) {
 	held, ended = make(chan struct{}, 1), make(chan error, 1)
 	tg = startGateway(t, func(c *Config) {
 		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
@@ -353,6 +354,9 @@ func holdingGateway(t *testing.T) (tg *testGateway, held chan struct{}, ended ch
 			ended <- ctx.Err()
 			return Verdict{}, ctx.Err()
 		})
+		for _, f := range configure {
+			f(c)
+		}
 	})
 	return tg, held, ended
 }

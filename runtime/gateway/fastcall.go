@@ -369,6 +369,12 @@ func (f *fastCalls) takeFast(srv *mcp.Server, session, principal, id string, can
 		}
 		return nil, duplicate
 	}
+	return f.register(sc, id, cancel), taken
+}
+
+// register records call id of sc, cancelled by cancel (nil for the SDK's),
+// and returns what forgets it. f.mu is held.
+func (f *fastCalls) register(sc *sessionCalls, id string, cancel context.CancelFunc) (release func()) {
 	sc.calls[id] = cancel
 	sc.inFlight.Add(1)
 	return func() {
@@ -376,7 +382,7 @@ func (f *fastCalls) takeFast(srv *mcp.Server, session, principal, id string, can
 		defer f.mu.Unlock()
 		delete(sc.calls, id)
 		sc.inFlight.Done()
-	}, taken
+	}
 }
 
 // takeSDK registers call id of session, handed to the SDK, unless a call of
@@ -392,14 +398,7 @@ func (f *fastCalls) takeSDK(srv *mcp.Server, session, id string) (release func()
 	if _, held := sc.calls[id]; held || sc.closing {
 		return func() {}
 	}
-	sc.calls[id] = nil
-	sc.inFlight.Add(1)
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(sc.calls, id)
-		sc.inFlight.Done()
-	}
+	return f.register(sc, id, nil)
 }
 
 // cancel cancels the front's call id of session, if any.

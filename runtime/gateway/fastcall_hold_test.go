@@ -36,6 +36,18 @@ func verdicts(tg *testGateway) []string {
 	return v
 }
 
+// postAsync sends body in alice's session from a goroutine of its own;
+// the answer's body arrives on the channel.
+func postAsync(do func(method, token, session, version, body string) (*http.Response, string), session, body string) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		_, o := do(http.MethodPost, "alice-token", session, legacyVersion, body)
+		out <- o
+	}()
+	return out
+}
+
+// paths runs test through each path of the HTTP front.
 func paths(t *testing.T, test func(t *testing.T, viaSDK bool)) {
 	for name, viaSDK := range map[string]bool{"front": false, "SDK": true} {
 		t.Run(name, func(t *testing.T) { test(t, viaSDK) })
@@ -51,11 +63,7 @@ func TestHTTPDeleteDuringHold(t *testing.T) {
 		srv := aliceFront(t, tg)
 		do := rawHTTP(t, srv.URL)
 		session := rawHTTPSession(t, do, legacyVersion)
-		out := make(chan string, 1)
-		go func() {
-			_, o := do(http.MethodPost, "alice-token", session, legacyVersion, heldToolCall(viaSDK))
-			out <- o
-		}()
+		out := postAsync(do, session, heldToolCall(viaSDK))
 		<-holding
 		if resp, body := do(http.MethodDelete, "alice-token", session, legacyVersion, ""); resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("DELETE: %s %s", resp.Status, body)
@@ -99,11 +107,7 @@ func TestHTTPDeleteBeforeHold(t *testing.T) {
 		srv := aliceFront(t, tg)
 		do := rawHTTP(t, srv.URL)
 		session := rawHTTPSession(t, do, legacyVersion)
-		out := make(chan string, 1)
-		go func() {
-			_, o := do(http.MethodPost, "alice-token", session, legacyVersion, heldToolCall(viaSDK))
-			out <- o
-		}()
+		out := postAsync(do, session, heldToolCall(viaSDK))
 		<-lg.reached
 		deleted := make(chan time.Time, 1)
 		go func() {

@@ -33,10 +33,11 @@ import (
 // bookkeeping, the SDK's server side was a third of the gateway's CPU per
 // call. Here the body is parsed once, with no such buffer.
 //
-// What the front must then do itself, it does for both paths: session
-// idle time is counted by idleClock instead of the SDK (which counts only
-// the requests it serves), and a client's notifications/cancelled reaches
-// the calls it answers (fastCalls).
+// What the SDK did for every request the front then does for both paths:
+// it counts a session's idle time (idleClock), keeps the ids of the calls
+// in flight in each session (fastCalls: a notifications/cancelled reaches
+// a call the front answers, an id in flight is refused), and closes a
+// session with its calls answered (httpFront.closing).
 
 // fastToolCall answers POST request r, whose body has been read, when it is
 // a tools/call of the open, initialized session ss of principal that the
@@ -47,15 +48,14 @@ import (
 // The caller has checked that the SDK would read the request (sdkTakes).
 // It leaves to the SDK: a session that negotiated 2025-03-26 or asked for
 // another version in its MCP-Protocol-Version header (or sent none); a
-// Last-Event-ID; a body that
-// is not one JSON object with nothing after it, nests deeper than the SDK
-// reads, or is not a "2.0" request with an id and method "tools/call";
-// params that are absent or do not decode as the SDK decodes them; a
-// progress token (a held call's progress goes on the request's own stream,
-// which only the SDK keeps) or a per-request protocol version in _meta; a
-// session being closed; and an id of a call the SDK is answering. A call
-// under the id of one the front is answering is refused as the SDK refuses
-// an id in flight.
+// Last-Event-ID; a body that is not one JSON object with nothing after it,
+// nests deeper than the SDK reads, or is not a "2.0" request with an id
+// and method "tools/call"; params that are absent or do not decode as the
+// SDK decodes them; a progress token (a held call's progress goes on the
+// request's own stream, which only the SDK keeps) or a per-request
+// protocol version in _meta; a session being closed; and an id of a call
+// the SDK is answering. A call under the id of one the front is answering
+// is refused as the SDK refuses an id in flight.
 func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.TokenInfo, ss *mcp.ServerSession, version string, body []byte) bool {
 	if version < "2025-06-18" || version != sessionVersionOf(ss) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false

@@ -40,7 +40,8 @@ import (
 // session with its calls answered (httpFront.closing).
 
 // fastToolCall answers POST request r, whose body has been read, when it is
-// a tools/call of the open, initialized session ss of principal that the
+// a tools/call of the open, initialized session ss of the principal of ti
+// (one of srv's sessions) that the
 // SDK would take and the front can answer alike. It reports whether it
 // answered; when it did not, nothing was written and the SDK is to handle
 // the request.
@@ -56,7 +57,7 @@ import (
 // protocol version in _meta; a session being closed; and an id of a call
 // the SDK is answering. A call under the id of one the front is answering
 // is refused as the SDK refuses an id in flight.
-func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.TokenInfo, ss *mcp.ServerSession, version string, body []byte) bool {
+func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.TokenInfo, srv *mcp.Server, ss *mcp.ServerSession, version string, body []byte) bool {
 	if version < "2025-06-18" || version != sessionVersionOf(ss) || len(r.Header.Values("Last-Event-ID")) > 0 {
 		return false
 	}
@@ -66,7 +67,7 @@ func (g *Gateway) fastToolCall(w http.ResponseWriter, r *http.Request, ti *auth.
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	release, taken := g.fast.takeFast(g.serverOf(ti.UserID), ss.ID(), ti.UserID, idText(req.ID), cancel)
+	release, taken := g.fast.takeFast(srv, ss.ID(), ti.UserID, idText(req.ID), cancel)
 	switch taken {
 	case declined:
 		return false
@@ -147,7 +148,7 @@ func sdkTakes(r *http.Request) bool {
 // front leaves a call under the same id to the SDK, which refuses it; and a
 // notifications/cancelled the SDK would act on cancels the front's call it
 // names. The caller has checked that the SDK reads the request (sdkTakes).
-func (f *fastCalls) toSDK(r *http.Request, srv *mcp.Server, session string, body []byte) (release func()) {
+func (f *fastCalls) toSDK(r *http.Request, srv *mcp.Server, session, principal string, body []byte) (release func()) {
 	release = func() {}
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		return release
@@ -156,7 +157,7 @@ func (f *fastCalls) toSDK(r *http.Request, srv *mcp.Server, session string, body
 	switch {
 	case !ok:
 	case m.ID.IsValid():
-		release = f.takeSDK(srv, session, idText(m.ID))
+		release = f.takeSDK(srv, session, principal, idText(m.ID))
 	default:
 		f.cancelNamed(session, m)
 	}
@@ -182,11 +183,13 @@ func (f *fastCalls) cancelNamed(session string, m *jsonrpc.Request) {
 
 // closingAnswer answers a request of session of principal while the
 // session is being closed (close), and reports whether it did. A
-// notification is taken (202), and a notifications/cancelled still
-// reaches the call it names; any other request is answered as one of a
-// closed session is (404), where the SDK, closing, would take it and
+// notification goes to the SDK while it still has the session open (open),
+// where a notifications/cancelled reaches the call it names on either path
+// (toSDK); once the SDK has let the session go, it is taken here (202) and
+// still reaches the front's call. Any other request is answered as one of
+// a closed session is (404), where the SDK, closing, would take it and
 // answer nothing.
-func (f *fastCalls) closingAnswer(w http.ResponseWriter, session, principal string, body []byte) bool {
+func (f *fastCalls) closingAnswer(w http.ResponseWriter, session, principal string, open bool, body []byte) bool {
 	f.mu.Lock()
 	sc := f.sessions[session]
 	closing := sc != nil && sc.closing && sc.principal == principal
@@ -195,6 +198,9 @@ func (f *fastCalls) closingAnswer(w http.ResponseWriter, session, principal stri
 		return false
 	}
 	if m, ok := parseMessage(body); ok && !m.ID.IsValid() {
+		if open {
+			return false
+		}
 		f.cancelNamed(session, m)
 		w.WriteHeader(http.StatusAccepted)
 		return true
@@ -355,11 +361,10 @@ const (
 func (f *fastCalls) takeFast(srv *mcp.Server, session, principal, id string, cancel context.CancelFunc) (release func(), outcome int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sc := f.session(srv, session)
+	sc := f.session(srv, session, principal)
 	if sc == nil {
 		return nil, declined
 	}
-	sc.principal = principal
 	if sc.closing {
 		return nil, declined
 	}
@@ -385,13 +390,13 @@ func (f *fastCalls) register(sc *sessionCalls, id string, cancel context.CancelF
 	}
 }
 
-// takeSDK registers call id of session, handed to the SDK, unless a call of
-// that id is in flight already (the SDK takes it then, not knowing the
-// front's); release forgets it.
-func (f *fastCalls) takeSDK(srv *mcp.Server, session, id string) (release func()) {
+// takeSDK registers call id of session of principal, handed to the SDK,
+// unless a call of that id is in flight already (the SDK takes it then,
+// not knowing the front's); release forgets it.
+func (f *fastCalls) takeSDK(srv *mcp.Server, session, principal, id string) (release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sc := f.session(srv, session)
+	sc := f.session(srv, session, principal)
 	if sc == nil {
 		return func() {}
 	}
@@ -419,11 +424,11 @@ func (f *fastCalls) cancel(session, id string) {
 // calls taken before to be answered, so that their answers are written
 // before the SDK closes the session (and drops what it has not written);
 // forget then forgets the session.
-func (f *fastCalls) close(session string) (wait, forget func()) {
+func (f *fastCalls) close(session, principal string) (wait, forget func()) {
 	f.mu.Lock()
 	sc := f.sessions[session]
 	if sc == nil {
-		sc = f.add(session)
+		sc = f.add(session, principal)
 	}
 	sc.closing = true
 	f.mu.Unlock()
@@ -447,25 +452,25 @@ func (f *fastCalls) inFlight() int {
 	return n
 }
 
-// session is session's calls, made on first use if srv still has the
-// session open, else nil. f.mu is held. A session that its DELETE or the
+// session is the calls of session of principal, made on first use if srv
+// still has the session open, else nil. f.mu is held. A session that its DELETE or the
 // idle clock closed has its entry removed only once the SDK has let it go
 // (close), so a call that raced the close either registered in the entry
 // before it was marked closing, and is waited for, or finds the session
 // gone here.
-func (f *fastCalls) session(srv *mcp.Server, session string) *sessionCalls {
+func (f *fastCalls) session(srv *mcp.Server, session, principal string) *sessionCalls {
 	if sc := f.sessions[session]; sc != nil {
 		return sc
 	}
 	if openSession(srv, session) == nil {
 		return nil
 	}
-	return f.add(session)
+	return f.add(session, principal)
 }
 
-// add makes session's entry. f.mu is held.
-func (f *fastCalls) add(session string) *sessionCalls {
-	sc := &sessionCalls{calls: map[string]context.CancelFunc{}}
+// add makes the entry of session of principal. f.mu is held.
+func (f *fastCalls) add(session, principal string) *sessionCalls {
+	sc := &sessionCalls{principal: principal, calls: map[string]context.CancelFunc{}}
 	if f.sessions == nil {
 		f.sessions = map[string]*sessionCalls{}
 	}

@@ -492,16 +492,20 @@ func TestHTTPCancelsWhatTheSDKWould(t *testing.T) {
 	}
 }
 
-// TestHTTPDeleteWaitsForTheFrontsCalls: a DELETE is answered once the
-// calls the front answers in the session are (as the SDK answers it once
-// its own are), and while it waits the front takes no new call of the
-// session: the SDK refuses it.
-func TestHTTPDeleteWaitsForTheFrontsCalls(t *testing.T) {
+// TestHTTPDeleteWaitsForTheSessionsCalls: a DELETE is answered once the
+// session's calls are, through either path, and while it waits no new
+// call of the session is taken: it is answered 404, as once the session is
+// closed. The client may still cancel its call.
+func TestHTTPDeleteWaitsForTheSessionsCalls(t *testing.T) {
+	paths(t, testDeleteWaits)
+}
+
+func testDeleteWaits(t *testing.T, viaSDK bool) {
 	tg := startGateway(t, nil)
 	srv := aliceFront(t, tg)
 	do := rawHTTP(t, srv.URL)
 	session := rawHTTPSession(t, do, legacyVersion)
-	answered := startWait(t, tg, srv.URL, session, `1`, false)
+	answered := startWait(t, tg, srv.URL, session, `1`, viaSDK)
 	deleted := make(chan *http.Response, 1)
 	go func() {
 		resp, _ := do(http.MethodDelete, "alice-token", session, legacyVersion, "")
@@ -521,7 +525,7 @@ func TestHTTPDeleteWaitsForTheFrontsCalls(t *testing.T) {
 	logged := len(tg.log.all())
 	before := tg.fastAnswered.Load()
 	resp, out := postWith(t, srv.URL, session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__echo"}}`, nil)
-	if tg.fastAnswered.Load() != before || len(tg.log.all()) != logged || strings.Contains(out, `"result"`) {
+	if resp.StatusCode != http.StatusNotFound || tg.fastAnswered.Load() != before || len(tg.log.all()) != logged {
 		t.Errorf("a call in the closing session was answered %s %q (decisions logged: %d)", resp.Status, out, len(tg.log.all())-logged)
 	}
 	// The client may still cancel the call it made.
@@ -611,7 +615,7 @@ func TestFastCallsOfAClosedSession(t *testing.T) {
 	if _, outcome := tg.fast.takeFast(tg.serverOf("alice"), session, "alice", "1", func() {}); outcome != declined {
 		t.Errorf("a call of the closed session was taken (outcome %d)", outcome)
 	}
-	tg.fast.takeSDK(tg.serverOf("alice"), session, "2")()
+	tg.fast.takeSDK(tg.serverOf("alice"), session, "alice", "2")()
 	tg.fast.mu.Lock()
 	defer tg.fast.mu.Unlock()
 	if n := len(tg.fast.sessions); n != 0 {

@@ -817,13 +817,15 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
+	srv := g.serverOf(ti.UserID)
 	// A POST of a session counts against its idle time, on either path,
 	// from when it arrives (its body may take a while) if the SDK would
 	// take it.
+	takes := id != "" && sdkTakes(r)
 	var ss *mcp.ServerSession
-	if id != "" && sdkTakes(r) {
+	if takes {
 		var end func()
-		ss, end = f.clock.begin(g.serverOf(ti.UserID), ti.UserID, id)
+		ss, end = f.clock.begin(srv, ti.UserID, id)
 		// The count ends when the client goes away, as the SDK's does,
 		// though the call it made runs on.
 		end = sync.OnceFunc(end)
@@ -856,14 +858,14 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if id != "" {
-		if sdkTakes(r) && g.fast.closingAnswer(w, id, ti.UserID, body) {
+		if takes && g.fast.closingAnswer(w, id, ti.UserID, ss != nil, body) {
 			return
 		}
 		if ss != nil {
-			if g.fastToolCall(w, r, ti, ss, version, body) {
+			if g.fastToolCall(w, r, ti, srv, ss, version, body) {
 				return
 			}
-			defer g.fast.toSDK(r, g.serverOf(ti.UserID), id, body)()
+			defer g.fast.toSDK(r, srv, id, ti.UserID, body)()
 		}
 		f.sdk.ServeHTTP(w, r)
 		return
@@ -920,7 +922,7 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 // calls taken are answered; forget, called once the session is closed,
 // forgets it.
 func (f *httpFront) closing(session, principal string) (wait, forget func()) {
-	wait, forgetCalls := f.g.fast.close(session)
+	wait, forgetCalls := f.g.fast.close(session, principal)
 	f.g.held.end(session, principal)
 	return wait, func() {
 		forgetCalls()

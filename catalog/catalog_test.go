@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -270,15 +270,15 @@ func TestDiff(t *testing.T) {
 // (decisiondiff.Items).
 func TestCatalogIsDecisionDiffItems(t *testing.T) {
 	var items interface {
-		Names(server string, kind runtime.Kind) []string
+		Names(server string, kind decide.Kind) []string
 	} = &Catalog{Servers: map[string]*Snapshot{"github": sample()}}
-	if got := items.Names("github", runtime.Tool); strings.Join(got, ",") != "create_issue,delete_repo,search" {
+	if got := items.Names("github", decide.Tool); strings.Join(got, ",") != "create_issue,delete_repo,search" {
 		t.Errorf("tools: %v", got)
 	}
-	if got := items.Names("github", runtime.Resource); strings.Join(got, ",") != "repo://a,repo://b" {
+	if got := items.Names("github", decide.Resource); strings.Join(got, ",") != "repo://a,repo://b" {
 		t.Errorf("resources: %v", got)
 	}
-	if got := items.Names("other", runtime.Prompt); got != nil {
+	if got := items.Names("other", decide.Prompt); got != nil {
 		t.Errorf("unknown server: %v", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/policyc/policyc/internal/regfile"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -168,9 +168,9 @@ func (c *Catalog) ItemNames(server, kind string) []string {
 	return out
 }
 
-// Names is ItemNames with a runtime.Kind: a *Catalog is the Items of
+// Names is ItemNames with a decide.Kind: a *Catalog is the Items of
 // internal/decisiondiff, so that policyc diff compares every catalogued item.
-func (c *Catalog) Names(server string, kind runtime.Kind) []string {
+func (c *Catalog) Names(server string, kind decide.Kind) []string {
 	return c.ItemNames(server, kind.String())
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 )
 
 func init() { register(newBlameCmd) }
@@ -71,7 +71,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			t, err := runtime.LoadForInspection(res.Table)
+			t, err := decide.LoadForInspection(res.Table)
 			if err != nil {
 				return failuref("load compiled table: %v", err)
 			}
@@ -172,13 +172,13 @@ func writeBlameText(w io.Writer, b blameResult) {
 	}
 	fmt.Fprintf(w, "%s %s %q on %s for %s at %s (commit %s)\n", b.Decision, b.Kind, b.Name, b.Server, who, b.Rev, b.Commit[:12])
 	scope := ""
-	if b.Scope != "" && b.Scope != runtime.ServerScope {
+	if b.Scope != "" && b.Scope != decide.ServerScope {
 		scope = " (" + b.Scope + " scope)"
 	}
 	switch {
 	case b.Rule != nil:
 		fmt.Fprintf(w, "  decided by: %s %q%s at %s\n", b.Rule.List, b.Rule.Pattern, scope, b.Origin)
-	case b.Origin != "" && (b.Scope == runtime.ServerScope || b.Scope == ""):
+	case b.Origin != "" && (b.Scope == decide.ServerScope || b.Scope == ""):
 		fmt.Fprintf(w, "  decided by: the %s default of %s at %s\n", b.Kind, b.Server, b.Origin)
 	case b.Origin != "":
 		fmt.Fprintf(w, "  decided by: not on the allow_list%s at %s\n", scope, b.Origin)
@@ -193,7 +193,7 @@ func writeBlameText(w io.Writer, b blameResult) {
 }
 
 func describeReason(reason string) string {
-	if reason == runtime.ByDefault.String() {
+	if reason == decide.ByDefault.String() {
 		return "the built-in default (deny)"
 	}
 	return reason

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -91,8 +91,8 @@ func (f *itemFlags) add(fs *pflag.FlagSet) {
 }
 
 // check validates the flags and returns the kind.
-func (f *itemFlags) check(c *cobra.Command) (runtime.Kind, error) {
-	k, ok := runtime.ParseKind(f.kind)
+func (f *itemFlags) check(c *cobra.Command) (decide.Kind, error) {
+	k, ok := decide.ParseKind(f.kind)
 	if !ok {
 		return 0, usageErrorf("--kind must be tool, prompt or resource, got %q", f.kind)
 	}
@@ -107,7 +107,7 @@ func (f *itemFlags) check(c *cobra.Command) (runtime.Kind, error) {
 
 // loadPolicyOrTable compiles a policy directory or reads a table file, and
 // returns the loaded table and the directory origins are relative to.
-func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, error) {
+func loadPolicyOrTable(arg string, stderr io.Writer) (*decide.Table, string, error) {
 	st, err := os.Stat(arg)
 	if err != nil {
 		return nil, "", failuref("%v", err)
@@ -117,7 +117,7 @@ func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, er
 		if err != nil {
 			return nil, "", err
 		}
-		t, err := runtime.LoadForInspection(res.Table)
+		t, err := decide.LoadForInspection(res.Table)
 		if err != nil {
 			return nil, "", failuref("load compiled table: %v", err)
 		}
@@ -130,7 +130,7 @@ func loadPolicyOrTable(arg string, stderr io.Writer) (*runtime.Table, string, er
 	if err != nil {
 		return nil, "", failuref("%v", err)
 	}
-	t, err := runtime.LoadUnsigned(b)
+	t, err := decide.LoadUnsigned(b)
 	if err != nil {
 		return nil, "", failuref("%s: %v", arg, err)
 	}
@@ -158,7 +158,7 @@ type explainJSON struct {
 	NormalForm             string        `json:"normal_form,omitempty"`
 }
 
-func writeExplainJSON(w io.Writer, ex runtime.Explanation) error {
+func writeExplainJSON(w io.Writer, ex decide.Explanation) error {
 	d := ex.Decision
 	out := explainJSON{
 		Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope, Origin: d.Origin,
@@ -180,7 +180,7 @@ func writeExplainJSON(w io.Writer, ex runtime.Explanation) error {
 	return enc.Encode(out)
 }
 
-func writeExplainText(w io.Writer, root, principal, server, kind, name string, ex runtime.Explanation) {
+func writeExplainText(w io.Writer, root, principal, server, kind, name string, ex decide.Explanation) {
 	d := ex.Decision
 	where := func(origin string) string {
 		if origin == "" {
@@ -197,15 +197,15 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	}
 	fmt.Fprintf(w, "%s %s %q on %s for %s\n", d.Effect, kind, name, server, who)
 	switch d.Reason {
-	case runtime.ByRule:
+	case decide.ByRule:
 		fmt.Fprintf(w, "  decided by: %s %q (%s scope) at %s\n", listName(d.Rule.Effect), d.Rule.Pattern, d.Scope, where(d.Origin))
-	case runtime.ByDefault:
-		if d.Scope == runtime.ServerScope {
+	case decide.ByDefault:
+		if d.Scope == decide.ServerScope {
 			fmt.Fprintf(w, "  decided by: the %s default of %s (%s)\n", kind, server, where(d.Origin))
 		} else {
 			fmt.Fprintf(w, "  decided by: not on the allow_list of %s (%s)\n", d.Scope, where(d.Origin))
 		}
-	case runtime.URINotNormal:
+	case decide.URINotNormal:
 		// A URI with no sound reading is denied by no scope; one whose
 		// reading is denied (a URI that is its own normal form may still
 		// have other readings, "…/.env?x") names the rule or default.
@@ -223,7 +223,7 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	if ex.Normal != "" {
 		fmt.Fprintf(w, "  normal form: %q (decided too: an upstream may read the URI so)\n", ex.Normal)
 	}
-	if d.Effect == runtime.Approve {
+	if d.Effect == decide.Approve {
 		fmt.Fprintf(w, "  approval:   held up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)
 	}
 	if d.Consent {

@@ -32,8 +32,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
 	"github.com/policyc/policyc/runtime/approval"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/gateway"
 	"github.com/policyc/policyc/runtime/table"
@@ -297,7 +297,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		for i, u := range s.cfg.Upstreams {
 			names[i] = u.Name
 		}
-		s.cfg.Check = func(t *runtime.Table) error { return checkChannels(t, gate, names) }
+		s.cfg.Check = func(t *decide.Table) error { return checkChannels(t, gate, names) }
 	}
 	if o.check {
 		s.cfg.Log = gateway.NewJSONLog(io.Discard)
@@ -442,15 +442,15 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // tableLoader reads the signed table and verifies it, every time: at boot
 // and on every reload. It is the gateway's only way to a table.
-func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*runtime.Table) error) (*runtime.Table, error) {
-	return func(accept func(*runtime.Table) error) (*runtime.Table, error) {
+func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*decide.Table) error) (*decide.Table, error) {
+	return func(accept func(*decide.Table) error) (*decide.Table, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("read the signed table: %w", err)
 		}
 		// The state records a table only once the gateway accepts it, and
 		// never for --check, which must not change what a start accepts.
-		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept, ReadOnly: check})
+		t, _, err := decide.LoadVerified(b, decide.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept, ReadOnly: check})
 		if err != nil {
 			return nil, fmt.Errorf("%s refused: %w", path, err)
 		}
@@ -460,7 +460,7 @@ func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, chec
 
 // checkChannels reports every approval or consent channel of a served
 // server that cannot reach anyone through the gate as configured.
-func checkChannels(t *runtime.Table, gate *approval.Gate, upstreams []string) error {
+func checkChannels(t *decide.Table, gate *approval.Gate, upstreams []string) error {
 	src := t.Source()
 	approves := func(a *table.Access) bool {
 		if a == nil {
@@ -1440,7 +1440,7 @@ func gatewayDiagnostics(w io.Writer, root string, ds []compiler.Diagnostic, use 
 	return withCode(ExitProblems, errSilent)
 }
 
-func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.Table) {
+func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *decide.Table) {
 	fmt.Fprintf(w, "gateway configuration %s: OK\n", config)
 	fmt.Fprintf(w, "  table:     %s (serial %d, %s)\n", s.table, t.Serial(), t.Digest())
 	for i, u := range s.cfg.Upstreams {
@@ -1487,7 +1487,7 @@ func writeGatewayCheck(w io.Writer, config string, s *gatewaySetup, t *runtime.T
 
 // sortedChannelNames lists the channels a table defines, those of the
 // served servers first as the table names them.
-func sortedChannelNames(t *runtime.Table) []string {
+func sortedChannelNames(t *decide.Table) []string {
 	names := make([]string, 0, len(t.Source().Channels))
 	for name := range t.Source().Channels {
 		names = append(names, name)

@@ -9,7 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -267,7 +267,7 @@ func readPrivateKeyFile(path string) (ed25519.PrivateKey, error) {
 	}
 	// Checked on a real private key only, so that a public key given by
 	// mistake is reported as that.
-	if perm := st.Mode().Perm(); perm&0o077 != 0 && goruntime.GOOS != "windows" {
+	if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return nil, usageErrorf("%s is accessible to others (mode %04o): a private key must be readable by its owner only; run 'chmod 600 %s' (and consider the key exposed if others could read it)", path, perm, path)
 	}
 	return key, nil

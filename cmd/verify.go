@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/envelope"
 )
 
@@ -75,7 +75,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			t, v, err := runtime.LoadVerified(in, runtime.VerifyOptions{Trusted: trusted, Now: now, StateDir: stateDir})
+			t, v, err := decide.LoadVerified(in, decide.VerifyOptions{Trusted: trusted, Now: now, StateDir: stateDir})
 			if err != nil {
 				return verifyError(args[0], err)
 			}
@@ -119,22 +119,22 @@ func readTrustedKeys(paths []string) ([]ed25519.PublicKey, map[string]string, er
 	return keys, names, nil
 }
 
-// verifyExitCode is the exit code of a runtime.LoadVerified error.
+// verifyExitCode is the exit code of a decide.LoadVerified error.
 func verifyExitCode(err error) int {
 	switch {
-	case errors.Is(err, runtime.ErrUnsigned):
+	case errors.Is(err, decide.ErrUnsigned):
 		return ExitUnsigned
-	case errors.Is(err, runtime.ErrBadSignature):
+	case errors.Is(err, decide.ErrBadSignature):
 		return ExitBadSignature
-	case errors.Is(err, runtime.ErrUntrusted):
+	case errors.Is(err, decide.ErrUntrusted):
 		return ExitUntrusted
-	case errors.Is(err, runtime.ErrWrongType):
+	case errors.Is(err, decide.ErrWrongType):
 		return ExitWrongType
-	case errors.Is(err, runtime.ErrUnknownFormat):
+	case errors.Is(err, decide.ErrUnknownFormat):
 		return ExitUnknownFormat
-	case errors.Is(err, runtime.ErrExpired):
+	case errors.Is(err, decide.ErrExpired):
 		return ExitExpired
-	case errors.Is(err, runtime.ErrRollback):
+	case errors.Is(err, decide.ErrRollback):
 		return ExitRollback
 	}
 	return ExitFailure
@@ -145,7 +145,7 @@ func verifyError(name string, err error) error {
 	return withCode(verifyExitCode(err), fmt.Errorf("%s refused: %w", name, err))
 }
 
-func writeVerified(w io.Writer, name string, t *runtime.Table, v *runtime.Verified, names map[string]string, stateDir string) {
+func writeVerified(w io.Writer, name string, t *decide.Table, v *decide.Verified, names map[string]string, stateDir string) {
 	src := t.Source()
 	fmt.Fprintf(w, "verified %s\n", name)
 	fmt.Fprintf(w, "  table:     %s\n", v.Digest)

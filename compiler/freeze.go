@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/policyc/policyc/catalog"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -148,14 +148,14 @@ func (a *Access) OrderedLists() []*List {
 // denied, as the gateway denies it. The decisions come from the runtime
 // that enforces the table, so they cannot disagree with it.
 func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
-	rt, err := runtime.LoadForInspection(t)
+	rt, err := decide.LoadForInspection(t)
 	if err != nil {
 		return nil, err
 	}
 	items := []table.Item{}
 	principals := rt.Principals()
 	for it := range cat.Items() {
-		kind, ok := runtime.ParseKind(it.Kind)
+		kind, ok := decide.ParseKind(it.Kind)
 		if !ok {
 			return nil, fmt.Errorf("catalogue item %s %q: unknown kind %q", it.Server, it.Name, it.Kind)
 		}

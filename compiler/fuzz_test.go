@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -48,7 +48,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := runtime.LoadUnsigned(b); err != nil {
+		if _, err := decide.LoadUnsigned(b); err != nil {
 			t.Fatalf("compiled table does not load: %v\n%s", err, b)
 		}
 		again, err := table.Encode(compiler.Compile(in).Table)
@@ -88,7 +88,7 @@ func FuzzCompileTwoFiles(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := runtime.LoadUnsigned(enc); err != nil {
+		if _, err := decide.LoadUnsigned(enc); err != nil {
 			t.Fatalf("compiled table does not load: %v", err)
 		}
 	})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -160,7 +160,7 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 
 	res := AnalyzeReach(p, ReachOptions{})
 	tab := Freeze(p, table.Source{PolicyPath: "classes"}, 1)
-	rt, err := runtime.Load(tab)
+	rt, err := decide.Load(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 	var reachable, unreachable int
 	for _, rr := range res.Rules {
 		blk, fr := frozenRule(t, tab, rr)
-		kind, _ := runtime.ParseKind(rr.Kind)
+		kind, _ := decide.ParseKind(rr.Kind)
 		narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
 		// u<i>'s approval of t<i%6> decides exactly when u<i> is not in
 		// g<i%6>; every other rule decides for someone.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -217,14 +217,14 @@ func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) (*table.Access, *t
 
 // decidesOracle reports whether the frozen rule fr (of block blk, narrowing
 // allow when narrowAllow) decides name for principal on server, per the
-// runtime. Reachability is about names as written: a witness URI that is
+// decide. Reachability is about names as written: a witness URI that is
 // not in normal form (say "ui://b/") is decided as written.
-func decidesOracle(rt *runtime.Table, blk *table.Access, fr *table.Rule, scope string, narrowAllow bool, principal, server string, kind runtime.Kind, name string) bool {
+func decidesOracle(rt *decide.Table, blk *table.Access, fr *table.Rule, scope string, narrowAllow bool, principal, server string, kind decide.Kind, name string) bool {
 	d := rt.DecideWritten(principal, server, kind, name)
 	if !narrowAllow {
 		return d.Rule == fr
 	}
-	if d.Effect == runtime.Deny || !slices.Contains(rt.Explain(principal, server, kind, name).Scopes, scope) {
+	if d.Effect == decide.Deny || !slices.Contains(rt.Explain(principal, server, kind, name).Scopes, scope) {
 		return false
 	}
 	for i := range blk.Rules {
@@ -261,7 +261,7 @@ func TestReachProperty(t *testing.T) {
 		p := g.policy()
 		res := AnalyzeReach(p, ReachOptions{})
 		tab := Freeze(p, table.Source{PolicyPath: "."}, 1)
-		rt, err := runtime.Load(tab)
+		rt, err := decide.Load(tab)
 		if err != nil {
 			t.Fatalf("seed %d: load: %v", seed, err)
 		}
@@ -272,7 +272,7 @@ func TestReachProperty(t *testing.T) {
 		}
 		for _, rr := range res.Rules {
 			blk, fr := frozenRule(t, tab, rr)
-			kind, _ := runtime.ParseKind(rr.Kind)
+			kind, _ := decide.ParseKind(rr.Kind)
 			narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
 			// ui-resource-denied also warns about a reachable allow entry
 			// that admits some ui:// URIs the ui allowlist does not.

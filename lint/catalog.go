@@ -14,7 +14,7 @@ import (
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/suggest"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -50,7 +50,7 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 	if p == nil || t == nil || cat == nil || cat.Current == nil {
 		return nil
 	}
-	rt, err := runtime.LoadForInspection(t)
+	rt, err := decide.LoadForInspection(t)
 	if err != nil {
 		return nil // the compiler refuses every table the runtime refuses
 	}
@@ -77,7 +77,7 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 
 type catalogueCheck struct {
 	p          *compiler.Policy
-	rt         *runtime.Table
+	rt         *decide.Table
 	cat        *Catalogue
 	origins    map[string]compiler.Position
 	lines      map[string][]byte
@@ -145,18 +145,18 @@ func matchesAny(e compiler.Entry, names []string) bool {
 // item reports a catalogued item that no rule names, and for tools what
 // their annotations suggest about the decisions of every principal.
 func (c *catalogueCheck) item(it catalog.Item) {
-	kind, ok := runtime.ParseKind(it.Kind)
+	kind, ok := decide.ParseKind(it.Kind)
 	if !ok {
 		return
 	}
 	ex := c.rt.Explain("", it.Server, kind, it.Name)
-	if d := ex.Decision; d.Reason == runtime.ByDefault && d.Rule == nil && len(ex.Beaten) == 0 {
+	if d := ex.Decision; d.Reason == decide.ByDefault && d.Rule == nil && len(ex.Beaten) == 0 {
 		from := "the built-in deny: no default is set"
 		if d.Origin != "" {
 			from = "set at " + d.Origin
 		}
 		scope := ""
-		if d.Scope != runtime.ServerScope {
+		if d.Scope != decide.ServerScope {
 			scope = " of scope " + d.Scope
 		}
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
@@ -175,8 +175,8 @@ func (c *catalogueCheck) item(it catalog.Item) {
 	byOrigin := map[decider][]string{}
 	var order []decider
 	for _, pr := range c.principals {
-		d := c.rt.Decide(pr, it.Server, runtime.Tool, it.Name)
-		if destroy && d.Effect != runtime.Allow || readOnly && d.Effect != runtime.Approve {
+		d := c.rt.Decide(pr, it.Server, decide.Tool, it.Name)
+		if destroy && d.Effect != decide.Allow || readOnly && d.Effect != decide.Approve {
 			continue
 		}
 		k := decider{origin: d.Origin}
@@ -266,7 +266,7 @@ func (c *catalogueCheck) schemas() {
 			continue
 		}
 		d := "allowed"
-		if kind, ok := runtime.ParseKind(it.Kind); ok {
+		if kind, ok := decide.ParseKind(it.Kind); ok {
 			d = c.rt.Decide("", it.Server, kind, it.Name).Effect.String()
 		}
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeInputSchemaChanged, Severity: compiler.Warning,

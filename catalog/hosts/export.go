@@ -9,7 +9,7 @@ import (
 	"unicode"
 
 	"github.com/policyc/policyc/catalog"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 )
 
 // ClaudeCodeSettings is the part of a Claude Code settings file an export
@@ -46,14 +46,14 @@ func claudeTool(s string) bool {
 // export adds mcp__<server> to allow (exact rules still come first, since
 // Claude Code checks deny and ask before allow). A deny glob with no
 // catalogue to expand it over makes the whole server denied: stricter.
-func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Export, error) {
+func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Export, error) {
 	ex := &Export{}
 	perms := ClaudeCodePermissions{Allow: []string{}, Ask: []string{}, Deny: []string{}}
-	add := func(e runtime.Effect, rule string) {
+	add := func(e decide.Effect, rule string) {
 		switch e {
-		case runtime.Deny:
+		case decide.Deny:
 			perms.Deny = append(perms.Deny, rule)
-		case runtime.Approve:
+		case decide.Approve:
 			perms.Ask = append(perms.Ask, rule)
 		default:
 			perms.Allow = append(perms.Allow, rule)
@@ -62,12 +62,12 @@ func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Expo
 	for _, p := range plans(t, cat, principal) {
 		if !claudeServer(p.server) {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: a server name containing \"__\" cannot start a Claude Code rule (mcp__<server>__<tool> splits at the first \"__\"); Claude Code asks about every tool of it", p.server))
-			if p.constant && p.effect == runtime.Deny || !p.constant && p.minUnlisted() == runtime.Deny {
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+			if p.constant && p.effect == decide.Deny || !p.constant && p.minUnlisted() == decide.Deny {
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
 			}
 			for _, n := range p.names {
-				if p.decisions[n] == runtime.Deny {
-					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: runtime.Deny, Host: runtime.Approve})
+				if p.decisions[n] == decide.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: decide.Deny, Host: decide.Approve})
 				}
 			}
 			continue
@@ -81,25 +81,25 @@ func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Expo
 			continue
 		}
 		min := p.minUnlisted()
-		if min == runtime.Deny && !p.catalogued && len(p.globs[runtime.Deny]) > 0 {
-			add(runtime.Deny, whole)
+		if min == decide.Deny && !p.catalogued && len(p.globs[decide.Deny]) > 0 {
+			add(decide.Deny, whole)
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: the deny pattern(s) %s cannot be written as Claude Code rules, and no catalogue lists the server's tools to expand them over: the whole server is denied (stricter). Run 'policyc catalog pull' and export with --catalog to decide tool by tool",
-				p.server, quoteList(p.globs[runtime.Deny], 3)))
+				p.server, quoteList(p.globs[decide.Deny], 3)))
 			continue
 		}
-		serverAllow := min == runtime.Allow
+		serverAllow := min == decide.Allow
 		if serverAllow {
-			add(runtime.Allow, whole)
+			add(decide.Allow, whole)
 		}
 		for _, n := range p.names {
 			e := p.decisions[n]
-			if serverAllow && e == runtime.Allow {
+			if serverAllow && e == decide.Allow {
 				continue
 			}
 			if !claudeTool(n) {
 				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: tool %q cannot be named in a Claude Code rule; Claude Code asks about it, the table %s it", p.server, n, effectWord(e)))
-				if e == runtime.Deny {
-					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: e, Host: runtime.Approve})
+				if e == decide.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: e, Host: decide.Approve})
 				}
 				continue
 			}
@@ -110,12 +110,12 @@ func ClaudeCode(t *runtime.Table, cat *catalog.Catalog, principal string) (*Expo
 		}
 		// Claude Code asks about every tool no rule lists.
 		outside := p.outside()
-		if p.unlisted[runtime.Deny] {
+		if p.unlisted[decide.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, and cannot deny them without denying the whole server; the table denies %s", p.server, outside, denyReason(p)))
-			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
 		}
-		if p.unlisted[runtime.Allow] {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[runtime.Allow])))
+		if p.unlisted[decide.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[decide.Allow])))
 		}
 	}
 	ex.unknownServers("Claude Code")
@@ -140,7 +140,7 @@ func globHint(gs []string) string {
 
 // denyReason says which tools no rule lists the table denies.
 func denyReason(p *plan) string {
-	gs := p.globs[runtime.Deny]
+	gs := p.globs[decide.Deny]
 	switch {
 	case len(gs) > 0 && p.defaultDeny:
 		return "those matching its deny pattern(s) " + quoteList(gs, 3) + ", and the others by default"
@@ -156,44 +156,44 @@ func denyReason(p *plan) string {
 // any other; it has no deny. Tools on approval are left off (Cursor asks:
 // the same), and so are denied tools (Cursor asks: looser, reported).
 // The file is JSONC: its comments say what Cursor cannot express.
-func Cursor(t *runtime.Table, cat *catalog.Catalog, principal, source string) (*Export, error) {
+func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*Export, error) {
 	ex := &Export{}
 	list := []string{}
 	for _, p := range plans(t, cat, principal) {
 		if p.constant {
 			switch p.effect {
-			case runtime.Allow:
+			case decide.Allow:
 				list = append(list, p.server+":*")
-			case runtime.Deny:
+			case decide.Deny:
 				what := "denies every tool of it"
 				if !p.inTable {
 					what = "does not know it, so it denies every tool of it"
 				}
 				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny; the table %s: left off the allowlist, so Cursor asks before each call", p.server, what))
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
 			}
 			continue
 		}
 		var denied []string
 		for _, n := range p.names {
 			switch p.decisions[n] {
-			case runtime.Allow:
+			case decide.Allow:
 				list = append(list, p.server+":"+n)
-			case runtime.Deny:
+			case decide.Deny:
 				denied = append(denied, n)
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: runtime.Deny, Host: runtime.Approve})
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: decide.Deny, Host: decide.Approve})
 			}
 		}
 		if len(denied) > 0 {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny %s: left off the allowlist, so Cursor asks before each call", p.server, quoteList(denied, 5)))
 		}
 		outside := p.outside()
-		if p.unlisted[runtime.Deny] {
+		if p.unlisted[decide.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s; the table denies %s", p.server, outside, denyReason(p)))
-			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: runtime.Deny, Host: runtime.Approve})
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
 		}
-		if p.unlisted[runtime.Allow] {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[runtime.Allow])))
+		if p.unlisted[decide.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[decide.Allow])))
 		}
 	}
 	ex.unknownServers("Cursor")
@@ -223,7 +223,7 @@ func Cursor(t *runtime.Table, cat *catalog.Catalog, principal, source string) (*
 // denies.
 func (ex *Export) unknownServers(host string) {
 	ex.Notes = append(ex.Notes, fmt.Sprintf("servers the table and the catalogue do not name: %s asks about their tools; the table denies them", host))
-	ex.Looser = append(ex.Looser, Looser{Table: runtime.Deny, Host: runtime.Approve})
+	ex.Looser = append(ex.Looser, Looser{Table: decide.Deny, Host: decide.Approve})
 }
 
 func encodeJSON(v any) ([]byte, error) {

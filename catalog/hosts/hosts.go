@@ -20,7 +20,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -33,7 +33,7 @@ type Looser struct {
 	// Tool is the tool, or "" for the tools of Server no rule lists.
 	Tool string
 	// Table and Host are the two answers.
-	Table, Host runtime.Effect
+	Table, Host decide.Effect
 }
 
 // Export is the outcome of an export.
@@ -58,17 +58,17 @@ type plan struct {
 	// constant is set when every tool of the server gets the same
 	// decision, effect.
 	constant bool
-	effect   runtime.Effect
+	effect   decide.Effect
 	// names are the tools decided one by one: the catalogued ones and the
 	// literal patterns of the rules. decisions holds their decisions.
 	names     []string
-	decisions map[string]runtime.Effect
+	decisions map[string]decide.Effect
 	// catalogued is set when the server has a catalogue snapshot.
 	catalogued bool
 	// unlisted is the set of decisions a tool outside names may get.
-	unlisted map[runtime.Effect]bool
+	unlisted map[decide.Effect]bool
 	// globs are the non-literal patterns that decide, by effect, for notes.
-	globs map[runtime.Effect][]string
+	globs map[decide.Effect][]string
 	// defaultDeny is set when a layer denies what its rules do not name.
 	defaultDeny bool
 }
@@ -82,7 +82,7 @@ func (p *plan) outside() string {
 }
 
 // plans analyses every server of the table and of the catalogue.
-func plans(t *runtime.Table, cat *catalog.Catalog, principal string) []*plan {
+func plans(t *decide.Table, cat *catalog.Catalog, principal string) []*plan {
 	src := t.Source()
 	servers := map[string]bool{}
 	for name := range src.Servers {
@@ -101,25 +101,25 @@ func plans(t *runtime.Table, cat *catalog.Catalog, principal string) []*plan {
 	return out
 }
 
-func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *plan {
-	p := &plan{server: server, decisions: map[string]runtime.Effect{}, unlisted: map[runtime.Effect]bool{}, globs: map[runtime.Effect][]string{}}
+func analyse(t *decide.Table, cat *catalog.Catalog, principal, server string) *plan {
+	p := &plan{server: server, decisions: map[string]decide.Effect{}, unlisted: map[decide.Effect]bool{}, globs: map[decide.Effect][]string{}}
 	_, p.inTable = t.Source().Servers[server]
 	if cat != nil && cat.Servers[server] != nil {
 		p.catalogued = true
 	}
 	if !p.inTable {
-		p.constant, p.effect = true, runtime.Deny
+		p.constant, p.effect = true, decide.Deny
 		return p
 	}
 	layers := toolLayers(t.Source(), principal, server)
 	named := map[string]bool{}
 	uniform := true
 	for _, l := range layers {
-		def, _ := runtime.ParseEffect(l.Default)
+		def, _ := decide.ParseEffect(l.Default)
 		p.unlisted[def] = true
-		p.defaultDeny = p.defaultDeny || def == runtime.Deny
+		p.defaultDeny = p.defaultDeny || def == decide.Deny
 		for _, r := range l.Rules {
-			e, _ := runtime.ParseEffect(r.Effect)
+			e, _ := decide.ParseEffect(r.Effect)
 			if e != def {
 				uniform = false
 			}
@@ -137,7 +137,7 @@ func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *
 	}
 	if uniform {
 		p.constant = true
-		p.effect = t.Decide(principal, server, runtime.Tool, "").Effect
+		p.effect = t.Decide(principal, server, decide.Tool, "").Effect
 		return p
 	}
 	if p.catalogued {
@@ -147,7 +147,7 @@ func analyse(t *runtime.Table, cat *catalog.Catalog, principal, server string) *
 	}
 	for n := range named {
 		p.names = append(p.names, n)
-		p.decisions[n] = t.Decide(principal, server, runtime.Tool, n).Effect
+		p.decisions[n] = t.Decide(principal, server, decide.Tool, n).Effect
 	}
 	sort.Strings(p.names)
 	return p
@@ -174,21 +174,21 @@ func toolLayers(src *table.Table, principal, server string) []*table.Access {
 }
 
 // minUnlisted is the least access a tool outside the plan's names may get.
-func (p *plan) minUnlisted() runtime.Effect {
-	for _, e := range []runtime.Effect{runtime.Deny, runtime.Approve, runtime.Allow} {
+func (p *plan) minUnlisted() decide.Effect {
+	for _, e := range []decide.Effect{decide.Deny, decide.Approve, decide.Allow} {
 		if p.unlisted[e] {
 			return e
 		}
 	}
-	return runtime.Allow
+	return decide.Allow
 }
 
 // effectWord names an effect in the words of the notes.
-func effectWord(e runtime.Effect) string {
+func effectWord(e decide.Effect) string {
 	switch e {
-	case runtime.Deny:
+	case decide.Deny:
 		return "denies"
-	case runtime.Approve:
+	case decide.Approve:
 		return "holds for approval"
 	}
 	return "allows"

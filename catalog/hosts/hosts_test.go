@@ -9,7 +9,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -40,7 +40,7 @@ groups: contractors: {
 principals: alice: global: access: tool: allow_list: ["get_*", "read"]
 `
 
-func load(t *testing.T, src string) *runtime.Table {
+func load(t *testing.T, src string) *decide.Table {
 	t.Helper()
 	res := compiler.Compile(compiler.Input{Files: []compiler.File{{Name: "policy.cue", Data: []byte(src)}}, Source: table.Source{PolicyPath: "."}})
 	for _, d := range res.Diagnostics {
@@ -48,7 +48,7 @@ func load(t *testing.T, src string) *runtime.Table {
 			t.Fatal(d.Format("."))
 		}
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func testCatalog() *catalog.Catalog {
 // "mcp__server__tool" that one tool; deny rules are checked first, then
 // ask, then allow, and the first match decides; a tool no rule matches is
 // asked about (the default mode).
-func claudeDecide(p ClaudeCodePermissions, server, tool string) runtime.Effect {
+func claudeDecide(p ClaudeCodePermissions, server, tool string) decide.Effect {
 	match := func(rule string) bool {
 		rest, ok := strings.CutPrefix(rule, "mcp__")
 		if !ok {
@@ -93,23 +93,23 @@ func claudeDecide(p ClaudeCodePermissions, server, tool string) runtime.Effect {
 	}
 	switch {
 	case slices.ContainsFunc(p.Deny, match):
-		return runtime.Deny
+		return decide.Deny
 	case slices.ContainsFunc(p.Ask, match):
-		return runtime.Approve
+		return decide.Approve
 	case slices.ContainsFunc(p.Allow, match):
-		return runtime.Allow
+		return decide.Allow
 	}
-	return runtime.Approve
+	return decide.Approve
 }
 
 // cursorDecide is Cursor's documented matching of permissions.json: an
 // mcpAllowlist entry "server:tool" lets that tool run without approval,
 // "server:*" every tool of the server; any other MCP tool asks.
-func cursorDecide(allow []string, server, tool string) runtime.Effect {
+func cursorDecide(allow []string, server, tool string) decide.Effect {
 	if slices.Contains(allow, server+":"+tool) || slices.Contains(allow, server+":*") {
-		return runtime.Allow
+		return decide.Allow
 	}
-	return runtime.Approve
+	return decide.Approve
 }
 
 func parseCursor(t *testing.T, b []byte) []string {
@@ -170,7 +170,7 @@ func TestExportEquivalencePerCatalogedTool(t *testing.T) {
 				if it.Kind != table.KindTool {
 					continue
 				}
-				want := rt.Decide(principal, it.Server, runtime.Tool, it.Name).Effect
+				want := rt.Decide(principal, it.Server, decide.Tool, it.Name).Effect
 				got := claudeDecide(settings.Permissions, it.Server, it.Name)
 				switch {
 				case got > want && !reported(cc.Looser, it.Server, it.Name):
@@ -182,7 +182,7 @@ func TestExportEquivalencePerCatalogedTool(t *testing.T) {
 				if got > want && !reported(cu.Looser, it.Server, it.Name) {
 					t.Errorf("cursor %s %s: host %s, table %s, and the export does not report it", it.Server, it.Name, got, want)
 				}
-				if want == runtime.Allow && got != runtime.Allow {
+				if want == decide.Allow && got != decide.Allow {
 					t.Errorf("cursor %s %s: the table allows it but the allowlist does not", it.Server, it.Name)
 				}
 				checked++
@@ -267,7 +267,7 @@ func TestExportWithoutCatalogueIsStricter(t *testing.T) {
 	names := []string{"get_issue", "search", "drop_x", "delete_repo", "new_tool", "wipe", "read", "x", "pay_x"}
 	for _, server := range []string{"github", "memory", "linear", "fs", "notes", "odd__name", "payments", "unknown"} {
 		for _, n := range names {
-			want := rt.Decide("", server, runtime.Tool, n).Effect
+			want := rt.Decide("", server, decide.Tool, n).Effect
 			if got := claudeDecide(s.Permissions, server, n); got > want && !reported(ex.Looser, server, n) {
 				t.Errorf("claude-code %s %s: host %s > table %s, unreported", server, n, got, want)
 			}

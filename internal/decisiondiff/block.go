@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -16,7 +16,7 @@ import (
 type block struct {
 	old, new *table.Table
 	server   string
-	kind     runtime.Kind
+	kind     decide.Kind
 	class    class
 	opts     Options
 	bounds   glob.Search // the comparison's budget
@@ -46,7 +46,7 @@ type block struct {
 }
 
 // model is one table's decision procedure for the block, over the match
-// vector: the same computation as runtime.Table.Decide (the tests hold the
+// vector: the same computation as decide.Table.Decide (the tests hold the
 // two to each other), with "does pattern i match" in place of matching a
 // name.
 type model struct {
@@ -64,14 +64,14 @@ type layer struct {
 	id string
 	// scope is the scope's name as decisions report it.
 	scope     string
-	def       runtime.Effect
+	def       decide.Effect
 	defOrigin string
 	rules     []rule
 }
 
 type rule struct {
 	pat int
-	eff runtime.Effect
+	eff decide.Effect
 	src *table.Rule
 }
 
@@ -83,7 +83,7 @@ type uiModel struct {
 func (b *block) compare(rep *Report) error {
 	b.index = map[string]int{}
 	b.uiAny = -1
-	if b.kind == runtime.Resource {
+	if b.kind == decide.Resource {
 		if _, err := b.pattern("ui://*"); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (b *block) regions() (regions []int, whole bool) {
 		}
 		type pair struct {
 			pat int
-			eff runtime.Effect
+			eff decide.Effect
 		}
 		count := map[pair]int{}
 		for _, r := range lo.rules {
@@ -315,12 +315,12 @@ func (b *block) principals() []string {
 }
 
 // eval decides the match vector b.v with the model of side s.
-func (b *block) eval(s int) runtime.Effect {
+func (b *block) eval(s int) decide.Effect {
 	m := &b.sides[s]
 	if !m.exists {
-		return runtime.Deny
+		return decide.Deny
 	}
-	d := runtime.Allow + 1
+	d := decide.Allow + 1
 	for _, l := range m.layers {
 		e := l.def
 		for _, r := range l.rules {
@@ -333,29 +333,29 @@ func (b *block) eval(s int) runtime.Effect {
 			d = e
 		}
 	}
-	if b.uiAny >= 0 && d != runtime.Deny && b.v[b.uiAny] {
+	if b.uiAny >= 0 && d != decide.Deny && b.v[b.uiAny] {
 		if m.ui == nil || !m.ui.consent {
-			return runtime.Deny
+			return decide.Deny
 		}
 		admitted := false
 		for _, i := range m.ui.entries {
 			admitted = admitted || b.v[i]
 		}
 		if !admitted {
-			return runtime.Deny
+			return decide.Deny
 		}
 	}
 	return d
 }
 
-// decide is eval with what decided, as runtime.Table.Decide reports it.
+// decide is eval with what decided, as decide.Table.Decide reports it.
 func (b *block) decide(s int) Decision {
 	m := &b.sides[s]
 	if !m.exists {
-		return Decision{Effect: table.Deny, Reason: runtime.UnknownServer.String()}
+		return Decision{Effect: table.Deny, Reason: decide.UnknownServer.String()}
 	}
 	var d Decision
-	best := runtime.Allow + 1
+	best := decide.Allow + 1
 	for _, l := range m.layers {
 		e, by := l.def, -1
 		for i, r := range l.rules {
@@ -368,13 +368,13 @@ func (b *block) decide(s int) Decision {
 			continue
 		}
 		best = e
-		d = Decision{Effect: e.String(), Reason: runtime.ByDefault.String(), Scope: l.scope, Origin: l.defOrigin}
+		d = Decision{Effect: e.String(), Reason: decide.ByDefault.String(), Scope: l.scope, Origin: l.defOrigin}
 		if by >= 0 {
 			r := l.rules[by].src
-			d.Reason, d.List, d.Pattern, d.Origin = runtime.ByRule.String(), listName(r.Effect), r.Pattern, r.Origin
+			d.Reason, d.List, d.Pattern, d.Origin = decide.ByRule.String(), listName(r.Effect), r.Pattern, r.Origin
 		}
 	}
-	if b.uiAny >= 0 && best != runtime.Deny && b.v[b.uiAny] {
+	if b.uiAny >= 0 && best != decide.Deny && b.v[b.uiAny] {
 		admitted := false
 		if m.ui != nil {
 			for _, i := range m.ui.entries {
@@ -383,9 +383,9 @@ func (b *block) decide(s int) Decision {
 		}
 		switch {
 		case !admitted:
-			return Decision{Effect: table.Deny, Reason: runtime.UINotAllowlisted.String()}
+			return Decision{Effect: table.Deny, Reason: decide.UINotAllowlisted.String()}
 		case !m.ui.consent:
-			return Decision{Effect: table.Deny, Reason: runtime.UINoConsent.String()}
+			return Decision{Effect: table.Deny, Reason: decide.UINoConsent.String()}
 		}
 	}
 	return d
@@ -409,22 +409,22 @@ func (b *block) pattern(src string) (int, error) {
 	return i, nil
 }
 
-// model builds one table's model for the block, as runtime.Load assembles
+// model builds one table's model for the block, as decide.Load assembles
 // the layers for the class's principal.
 func (b *block) model(t *table.Table) (model, error) {
 	s, exists := t.Servers[b.server]
 	m := model{exists: exists}
 	var sig strings.Builder
 	add := func(scope, id string, a *table.Access) error {
-		def, ok := runtime.ParseEffect(a.Default)
-		if !ok || def == runtime.Approve {
+		def, ok := decide.ParseEffect(a.Default)
+		if !ok || def == decide.Approve {
 			return fmt.Errorf("table: server %q %s: invalid default %q", b.server, b.kind, a.Default)
 		}
 		l := layer{id: id, scope: scope, def: def, defOrigin: a.DefaultOrigin}
 		fmt.Fprintf(&sig, "[%s %s", id, a.Default)
 		for k := range a.Rules {
 			r := &a.Rules[k]
-			eff, ok := runtime.ParseEffect(r.Effect)
+			eff, ok := decide.ParseEffect(r.Effect)
 			if !ok {
 				return fmt.Errorf("table: server %q %s: invalid effect %q", b.server, b.kind, r.Effect)
 			}
@@ -445,7 +445,7 @@ func (b *block) model(t *table.Table) (model, error) {
 		if base == nil {
 			return model{}, fmt.Errorf("table: server %q has no %s block", b.server, b.kind)
 		}
-		if err := add(runtime.ServerScope, runtime.ServerScope, base); err != nil {
+		if err := add(decide.ServerScope, decide.ServerScope, base); err != nil {
 			return model{}, err
 		}
 	}
@@ -466,7 +466,7 @@ func (b *block) model(t *table.Table) (model, error) {
 			}
 		}
 	}
-	if exists && b.kind == runtime.Resource && s.UI != nil {
+	if exists && b.kind == decide.Resource && s.UI != nil {
 		ch, ok := t.Channels[s.UI.ConsentChannel]
 		m.ui = &uiModel{consent: ok && ch.ReachesHuman}
 		var ui strings.Builder

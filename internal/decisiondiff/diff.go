@@ -16,8 +16,8 @@
 // change". Each row is confirmed by deciding its name on both sides.
 //
 // It reads tables only; it never compiles a policy and never evaluates CUE.
-// It decides names itself, pattern by pattern, as runtime.Table.Decide does
-// (the tests hold the two to each other), rather than through runtime.Load,
+// It decides names itself, pattern by pattern, as decide.Table.Decide does
+// (the tests hold the two to each other), rather than through decide.Load,
 // whose automata it does not need.
 package decisiondiff
 
@@ -29,7 +29,7 @@ import (
 	"strings"
 
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -37,7 +37,7 @@ import (
 // the catalogued items of a server, where a catalogue snapshot exists.
 // Every name it returns gets a row when its decision changes.
 type Items interface {
-	Names(server string, kind runtime.Kind) []string
+	Names(server string, kind decide.Kind) []string
 }
 
 // Options tune a comparison.
@@ -64,7 +64,7 @@ type Side struct {
 // Decision is one side of a change.
 type Decision struct {
 	Effect string `json:"effect"`
-	// Reason is "rule", "default", "unknown server", … (runtime.Reason).
+	// Reason is "rule", "default", "unknown server", … (decide.Reason).
 	Reason string `json:"reason"`
 	// Scope decided: "server" for the server's own rules, "global",
 	// "group:NAME" or "principal:NAME".
@@ -152,8 +152,8 @@ type Report struct {
 func (r *Report) Changed() bool { return len(r.Changes) > 0 || len(r.Undecided) > 0 }
 
 // Compare compares the decisions of two tables. Each is decided as
-// runtime.Table.Decide would decide it; a pattern that does not parse is an
-// error, as it is for runtime.Load.
+// decide.Table.Decide would decide it; a pattern that does not parse is an
+// error, as it is for decide.Load.
 func Compare(so, sn *table.Table, opts Options) (*Report, error) {
 	rep := &Report{
 		Old: sideOf(so), New: sideOf(sn),
@@ -168,7 +168,7 @@ func Compare(so, sn *table.Table, opts Options) (*Report, error) {
 	search := glob.Search{Budget: glob.NewBudget(opts.Budget)}
 	principals := namedPrincipals(so, sn)
 	for _, server := range unionKeys(so.Servers, sn.Servers) {
-		for k := runtime.Tool; k <= runtime.Resource; k++ {
+		for k := decide.Tool; k <= decide.Resource; k++ {
 			for _, cl := range classes(so, sn, principals, server, k) {
 				b := &block{old: so, new: sn, server: server, kind: k, class: cl, opts: opts, bounds: search}
 				if err := b.compare(rep); err != nil {
@@ -220,7 +220,7 @@ func namedPrincipals(ts ...*table.Table) []string {
 
 // layerKeys names the scope blocks that apply to principal for server and
 // kind, in evaluation order.
-func layerKeys(t *table.Table, principal, server string, kind runtime.Kind) string {
+func layerKeys(t *table.Table, principal, server string, kind decide.Kind) string {
 	var b strings.Builder
 	for i := range t.Scopes {
 		sc := &t.Scopes[i]
@@ -239,7 +239,7 @@ func layerKeys(t *table.Table, principal, server string, kind runtime.Kind) stri
 // classes partitions the principals by the scope blocks that apply to them
 // in either table. The anonymous class comes first and takes every named
 // principal that sees what it sees.
-func classes(so, sn *table.Table, principals []string, server string, kind runtime.Kind) []class {
+func classes(so, sn *table.Table, principals []string, server string, kind decide.Kind) []class {
 	key := func(p string) string {
 		return layerKeys(so, p, server, kind) + "|" + layerKeys(sn, p, server, kind)
 	}
@@ -297,7 +297,7 @@ func sortChanges(cs []Change) {
 }
 
 func kindRank(k string) int {
-	kind, _ := runtime.ParseKind(k)
+	kind, _ := decide.ParseKind(k)
 	return int(kind)
 }
 
@@ -327,7 +327,7 @@ func globSyntax(s string) string {
 
 // uiGlob turns a ui allowlist entry into the glob matching the same URIs:
 // "prefix*" and "prefix/" admit every URI with the prefix, anything else
-// exactly itself (runtime.compileUI).
+// exactly itself (decide.compileUI).
 func uiGlob(entry string) string {
 	switch {
 	case strings.HasSuffix(entry, "*"):
@@ -338,7 +338,7 @@ func uiGlob(entry string) string {
 	return globSyntax(entry)
 }
 
-// parseGlob parses a pattern of a loaded table; runtime.Load has already
+// parseGlob parses a pattern of a loaded table; decide.Load has already
 // refused any that does not parse.
 func parseGlob(s string) (*glob.Pattern, error) {
 	p, err := glob.Parse(s)

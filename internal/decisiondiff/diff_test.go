@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -231,7 +231,7 @@ mcp_servers: slack: access: {
 // catalogue is a fixed catalogue snapshot.
 type catalogue map[string][]string
 
-func (c catalogue) Names(server string, kind runtime.Kind) []string {
+func (c catalogue) Names(server string, kind decide.Kind) []string {
 	return c[server+" "+kind.String()]
 }
 
@@ -449,11 +449,11 @@ func TestExhaustiveRandom(t *testing.T) {
 	for it := 0; it < iters; it++ {
 		old := randomTable(rng)
 		new := mutate(rng, old)
-		ro, err := runtime.Load(old)
+		ro, err := decide.Load(old)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rn, err := runtime.Load(new)
+		rn, err := decide.Load(new)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +476,7 @@ func TestExhaustiveRandom(t *testing.T) {
 				reported[key{c.Server, c.Kind, c.Name, p}] = true
 				rowsFor[c.Server+" "+c.Kind+" "+p] = true
 			}
-			k, _ := runtime.ParseKind(c.Kind)
+			k, _ := decide.ParseKind(c.Kind)
 			// Rows are about the rules' decisions on names as written
 			// (DecideWritten): a URI's other readings are runtime's.
 			for _, p := range ps {
@@ -486,7 +486,7 @@ func TestExhaustiveRandom(t *testing.T) {
 			}
 		}
 		for _, server := range []string{"s1", "s2"} {
-			for _, kind := range []runtime.Kind{runtime.Tool, runtime.Resource} {
+			for _, kind := range []decide.Kind{decide.Tool, decide.Resource} {
 				for _, p := range principals {
 					// The anonymous class stands for principals whose own
 					// scopes do not touch this block.
@@ -547,7 +547,7 @@ func classOf(who string, ps []string) []string {
 
 // patternsOf lists the patterns of both tables that apply to principal on
 // server and kind.
-func patternsOf(old, new *table.Table, server string, kind runtime.Kind, principal string) []string {
+func patternsOf(old, new *table.Table, server string, kind decide.Kind, principal string) []string {
 	var out []string
 	for _, tt := range []*table.Table{old, new} {
 		collect := func(s table.Server) {

@@ -11,12 +11,12 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
 // compile compiles an imported policy and loads its table.
-func compile(t *testing.T, src []byte) *runtime.Table {
+func compile(t *testing.T, src []byte) *decide.Table {
 	t.Helper()
 	res := compiler.Compile(compiler.Input{Files: []compiler.File{{Name: "imported.cue", Data: src}}, Source: table.Source{PolicyPath: "."}})
 	for _, d := range res.Diagnostics {
@@ -24,7 +24,7 @@ func compile(t *testing.T, src []byte) *runtime.Table {
 			t.Fatalf("the imported policy does not compile: %s\n%s", d.Format("."), src)
 		}
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,16 +43,16 @@ func anyMatch(name string, pats []string) bool {
 	return slices.ContainsFunc(pats, func(p string) bool { return fnmatch(name, p) })
 }
 
-func (h hangarPolicy) decide(name string) runtime.Effect {
+func (h hangarPolicy) decide(name string) decide.Effect {
 	switch {
 	case anyMatch(name, h.deny):
-		return runtime.Deny
+		return decide.Deny
 	case anyMatch(name, h.approval):
-		return runtime.Approve
+		return decide.Approve
 	case len(h.allow) > 0 && !anyMatch(name, h.allow):
-		return runtime.Deny
+		return decide.Deny
 	}
-	return runtime.Allow
+	return decide.Allow
 }
 
 // hangarReference reads the lists of a config the way Hangar does.
@@ -163,7 +163,7 @@ func TestHangarRoundTrip(t *testing.T) {
 			rt := compile(t, res.CUE)
 			ref := hangarReference(t, strings.Replace(src, "providers:", "mcp_servers:", 1))
 			for server, kinds := range ref {
-				for _, kind := range []runtime.Kind{runtime.Tool, runtime.Prompt, runtime.Resource} {
+				for _, kind := range []decide.Kind{decide.Tool, decide.Prompt, decide.Resource} {
 					h := kinds[kind.String()]
 					for _, name := range probeNames(slices.Concat(h.allow, h.deny, h.approval)) {
 						// The rules' decision on the name as written: what
@@ -184,19 +184,19 @@ func TestHangarRoundTrip(t *testing.T) {
 // then allow, first match wins; a tool no rule names is asked about.
 type claudeReference struct{ deny, ask, allow []ClaudeRule }
 
-func (c claudeReference) decide(server, tool string) (effect runtime.Effect, named bool) {
+func (c claudeReference) decide(server, tool string) (effect decide.Effect, named bool) {
 	match := func(rs []ClaudeRule) bool {
 		return slices.ContainsFunc(rs, func(r ClaudeRule) bool { return r.Matches(server, tool) })
 	}
 	switch {
 	case match(c.deny):
-		return runtime.Deny, true
+		return decide.Deny, true
 	case match(c.ask):
-		return runtime.Approve, true
+		return decide.Approve, true
 	case match(c.allow):
-		return runtime.Allow, true
+		return decide.Allow, true
 	}
-	return runtime.Approve, false
+	return decide.Approve, false
 }
 
 func TestClaudeCodeRoundTrip(t *testing.T) {
@@ -239,17 +239,17 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 	for _, server := range []string{"github", "memory", "linear", "slack", "fs", "unknown"} {
 		for _, tool := range []string{"get_issue", "create_issue", "delete_repo", "wipe", "post_message", "write_file", "other", "*"} {
 			want, named := ref.decide(server, tool)
-			got := rt.DecideWritten("anyone", server, runtime.Tool, tool).Effect
+			got := rt.DecideWritten("anyone", server, decide.Tool, tool).Effect
 			switch {
 			case named && got != want:
 				t.Errorf("%s %s: imported policy says %s, Claude Code says %s", server, tool, got, want)
-			case !named && got != runtime.Deny:
+			case !named && got != decide.Deny:
 				// Claude Code asks; policyc has no asking default and denies.
 				t.Errorf("%s %s: no rule names it, imported policy says %s, want deny (stricter than Claude Code's ask)", server, tool, got)
 			}
 		}
-		for _, k := range []runtime.Kind{runtime.Prompt, runtime.Resource} {
-			if got := rt.DecideWritten("anyone", server, k, "x").Effect; got != runtime.Deny {
+		for _, k := range []decide.Kind{decide.Prompt, decide.Resource} {
+			if got := rt.DecideWritten("anyone", server, k, "x").Effect; got != decide.Deny {
 				t.Errorf("%s %s: %s, want deny (Claude Code's rules do not cover it)", server, k, got)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/internal/policytest"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/gateway"
 )
 
@@ -45,9 +45,9 @@ mcp_servers: github: {
 }
 `
 
-func compileTable(t testing.TB, src string, serial uint64) *runtime.Table {
+func compileTable(t testing.TB, src string, serial uint64) *decide.Table {
 	t.Helper()
-	rt, err := runtime.Load(policytest.Compile(t, src, serial))
+	rt, err := decide.Load(policytest.Compile(t, src, serial))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ type stack struct {
 	gate  *Gate
 	up    *upstream
 	log   *decisions
-	table atomic.Pointer[runtime.Table]
+	table atomic.Pointer[decide.Table]
 }
 
 func newStack(t testing.TB, gate *Gate, policy string) *stack {
@@ -134,7 +134,7 @@ func newStack(t testing.TB, gate *Gate, policy string) *stack {
 	s.table.Store(compileTable(t, policy, 1))
 	cfg := gateway.Config{
 		Upstreams:   []gateway.Upstream{{Name: "github", Dial: s.up.dial}},
-		Tables:      func(func(*runtime.Table) error) (*runtime.Table, error) { return s.table.Load(), nil },
+		Tables:      func(func(*decide.Table) error) (*decide.Table, error) { return s.table.Load(), nil },
 		Log:         s.log,
 		CallTimeout: 10 * time.Second,
 	}

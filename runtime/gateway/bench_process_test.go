@@ -22,7 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -114,7 +114,7 @@ func benchGatewayProcess(upstream string) (*Gateway, http.Handler, error) {
 	if res.Table == nil {
 		return nil, nil, fmt.Errorf("the benchmark policy does not compile: %v", res.Diagnostics)
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 )
 
 // Op is what a client was doing when a decision was made.
@@ -44,12 +44,12 @@ type Record struct {
 	Time      time.Time
 	Principal string
 	Server    string
-	Kind      runtime.Kind
+	Kind      decide.Kind
 	// Name is the upstream's own tool or prompt name, or the resource URI:
 	// the name the table decided on.
 	Name     string
 	Op       Op
-	Decision runtime.Decision
+	Decision decide.Decision
 	// Verdict is set for OpApproval: "approved", "denied", "timeout",
 	// "cancelled" (the call ended, undecided, before its hold did),
 	// "ended" (the client ended its session while the call was held),

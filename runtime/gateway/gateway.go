@@ -3,7 +3,7 @@
 // request, built on the official Go SDK.
 //
 // It never evaluates CUE and never loads a table on its own: Config.Tables
-// hands it tables (in a deployment, runtime.LoadVerified over the signed
+// hands it tables (in a deployment, decide.LoadVerified over the signed
 // envelope; nothing else), and New refuses to start without one. What it
 // enforces:
 //
@@ -40,7 +40,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -53,12 +53,12 @@ type Config struct {
 	Upstreams []Upstream
 	// Tables returns the table to serve, at boot and on every Reload. In a
 	// deployment it reads the signed envelope and calls
-	// runtime.LoadVerified; an error means no table. accept is the
+	// decide.LoadVerified; an error means no table. accept is the
 	// gateway's own judgement of a table (can it enforce it, may it
 	// replace the serving one): a loader that records anything about the
 	// tables it loads (the rollback state) must call it first, and record
 	// nothing when it refuses. The gateway judges the table again itself.
-	Tables func(accept func(*runtime.Table) error) (*runtime.Table, error)
+	Tables func(accept func(*decide.Table) error) (*decide.Table, error)
 	// Approvals decides tool calls the table holds for approval. Nil means
 	// none: New and Reload then refuse a table with approval rules for any
 	// configured upstream.
@@ -71,7 +71,7 @@ type Config struct {
 	// (wrapped in ErrCannotEnforce) refuses the table. The command uses it
 	// to check that every approval and consent channel the table names
 	// reaches someone through the approval gate.
-	Check func(t *runtime.Table) error
+	Check func(t *decide.Table) error
 	// Log receives every decision. Required.
 	Log DecisionLog
 	// Logger receives operational messages: upstream restarts, reloads.
@@ -147,7 +147,7 @@ type Gateway struct {
 	undeliverable atomic.Int64
 	now           func() time.Time
 
-	table    atomic.Pointer[runtime.Table]
+	table    atomic.Pointer[decide.Table]
 	reloadMu sync.Mutex
 	// expiry fires when the serving table expires; closed is set by
 	// Close, after which no timer is armed (both under reloadMu).
@@ -220,12 +220,12 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 // Check does what New does before it starts anything: it checks the
 // configuration, loads the table and checks that it can be enforced as
 // configured. It returns the table New would serve.
-func Check(cfg Config) (*runtime.Table, error) {
+func Check(cfg Config) (*decide.Table, error) {
 	_, t, err := prepare(cfg)
 	return t, err
 }
 
-func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
+func prepare(cfg Config) (*Gateway, *decide.Table, error) {
 	if err := cfg.check(); err != nil {
 		return nil, nil, err
 	}
@@ -239,7 +239,7 @@ func prepare(cfg Config) (*Gateway, *runtime.Table, error) {
 		g.now = time.Now
 	}
 	var refused error // the gateway's own refusal, through the loader
-	t, err := cfg.Tables(func(t *runtime.Table) error {
+	t, err := cfg.Tables(func(t *decide.Table) error {
 		refused = g.enforceable(t)
 		return refused
 	})
@@ -317,7 +317,7 @@ func (g *Gateway) upstreamNames() []string {
 }
 
 // enforceable reports why t cannot be served as configured, or nil.
-func (g *Gateway) enforceable(t *runtime.Table) error {
+func (g *Gateway) enforceable(t *decide.Table) error {
 	if err := g.checkApprovals(t); err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (g *Gateway) enforceable(t *runtime.Table) error {
 // checkApprovals refuses a table that can hold a call to a configured
 // upstream for approval when there is no gate to decide it. Only tool
 // approvals count: prompts and resources never hold.
-func (g *Gateway) checkApprovals(t *runtime.Table) error {
+func (g *Gateway) checkApprovals(t *decide.Table) error {
 	if g.cfg.Approvals != nil {
 		return nil
 	}
@@ -381,7 +381,7 @@ func (g *Gateway) checkApprovals(t *runtime.Table) error {
 }
 
 // Table returns the table being served.
-func (g *Gateway) Table() *runtime.Table { return g.table.Load() }
+func (g *Gateway) Table() *decide.Table { return g.table.Load() }
 
 // Reload loads a new table through Config.Tables and serves it when it is
 // acceptable: verified (the loader's job), not older than the serving one,
@@ -393,7 +393,7 @@ func (g *Gateway) Reload() error {
 	defer g.reloadMu.Unlock()
 	cur := g.table.Load()
 	var refused error // the gateway's own refusal, through the loader
-	t, err := g.cfg.Tables(func(t *runtime.Table) error {
+	t, err := g.cfg.Tables(func(t *decide.Table) error {
 		refused = g.replaces(t, cur)
 		return refused
 	})
@@ -424,7 +424,7 @@ func (g *Gateway) Reload() error {
 // From that instant every decision is a deny (tableDecide); the timer says
 // so in the log and tells clients their listings changed, as they are now
 // empty. The caller holds reloadMu.
-func (g *Gateway) watchExpiry(t *runtime.Table) {
+func (g *Gateway) watchExpiry(t *decide.Table) {
 	if g.expiry != nil {
 		g.expiry.Stop()
 		g.expiry = nil
@@ -456,10 +456,10 @@ func (g *Gateway) watchExpiry(t *runtime.Table) {
 // replaces reports why t may not replace cur, the serving table, or nil.
 // A table with cur's serial must be cur, or cur re-signed with another
 // expiry (a renewal); any other change must carry a newer serial.
-func (g *Gateway) replaces(t, cur *runtime.Table) error {
+func (g *Gateway) replaces(t, cur *decide.Table) error {
 	switch {
 	case t.Serial() < cur.Serial():
-		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", runtime.ErrRollback, t.Serial(), cur.Serial())
+		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", decide.ErrRollback, t.Serial(), cur.Serial())
 	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.Renews(t.Source(), cur.Source()):
 		return fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
 	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.ExtendsExpiry(t.Source().Expires, cur.Source().Expires):
@@ -593,7 +593,7 @@ func (g *Gateway) listsChanged(which int) {
 	// Principals of one class are listed alike: each class's listings
 	// are made once, from one table at one time.
 	t, at := g.table.Load(), g.now()
-	byClass := map[runtime.Class][len(listBits)]string{}
+	byClass := map[decide.Class][len(listBits)]string{}
 	for p, s := range servers {
 		if !hasSession(s) {
 			// No one to tell; its next first session takes the digests
@@ -633,7 +633,7 @@ var listBits = [...]int{listTools, listPrompts, listResources}
 // principal would be listed by table t at now (resources with templates),
 // or "" when it could not be taken; the others are empty. The listings are
 // made dry: no decision of theirs is logged.
-func (g *Gateway) listingDigests(t *runtime.Table, now time.Time, principal string, which int) (out [len(listBits)]string) {
+func (g *Gateway) listingDigests(t *decide.Table, now time.Time, principal string, which int) (out [len(listBits)]string) {
 	for i, bit := range listBits {
 		if which&bit == 0 {
 			continue

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/internal/policytest"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
 	"github.com/policyc/policyc/runtime/table"
@@ -81,9 +81,9 @@ mcp_servers: linear: access: tool: allow_list: ["echo"]
 `
 
 // loadTable compiles and loads a policy, as a developer tool would.
-func loadTable(t testing.TB, src string, serial uint64) *runtime.Table {
+func loadTable(t testing.TB, src string, serial uint64) *decide.Table {
 	t.Helper()
-	rt, err := runtime.Load(policytest.Compile(t, src, serial))
+	rt, err := decide.Load(policytest.Compile(t, src, serial))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func loadTable(t testing.TB, src string, serial uint64) *runtime.Table {
 }
 
 // fixed returns a table loader that always hands out rt.
-func fixed(rt *runtime.Table) func(func(*runtime.Table) error) (*runtime.Table, error) {
-	return func(func(*runtime.Table) error) (*runtime.Table, error) { return rt, nil }
+func fixed(rt *decide.Table) func(func(*decide.Table) error) (*decide.Table, error) {
+	return func(func(*decide.Table) error) (*decide.Table, error) { return rt, nil }
 }
 
 // memLog is a decision log that keeps the records.
@@ -382,13 +382,13 @@ func (s signer) sign(t testing.TB, tb *table.Table) []byte {
 
 // verifiedLoader is what the command wires: read the envelope file, verify
 // it against the trusted keys, keep state in stateDir.
-func verifiedLoader(path string, trusted []ed25519.PublicKey, stateDir string) func(func(*runtime.Table) error) (*runtime.Table, error) {
-	return func(accept func(*runtime.Table) error) (*runtime.Table, error) {
+func verifiedLoader(path string, trusted []ed25519.PublicKey, stateDir string) func(func(*decide.Table) error) (*decide.Table, error) {
+	return func(accept func(*decide.Table) error) (*decide.Table, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
-		t, _, err := runtime.LoadVerified(b, runtime.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept})
+		t, _, err := decide.LoadVerified(b, decide.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept})
 		return t, err
 	}
 }

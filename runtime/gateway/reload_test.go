@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/internal/policytest"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -66,14 +66,14 @@ func TestReload(t *testing.T) {
 			t.Error("clients were not told that the lists changed")
 		}
 		for _, r := range tg.log.all() {
-			if r.Op == OpCall && r.Name == "echo" && r.TableSerial == 11 && r.Decision.Effect != runtime.Deny {
+			if r.Op == OpCall && r.Name == "echo" && r.TableSerial == 11 && r.Decision.Effect != decide.Deny {
 				t.Errorf("table 11 logged %v for echo", r.Decision.Effect)
 			}
 		}
 	})
 
 	state := func() string {
-		b, err := os.ReadFile(filepath.Join(stateDir, runtime.StateFile))
+		b, err := os.ReadFile(filepath.Join(stateDir, decide.StateFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,11 +109,11 @@ func TestReload(t *testing.T) {
 			b[i] = 'A'
 		}
 		write(b)
-		refused(t, runtime.ErrBadSignature, "keeps serving")
+		refused(t, decide.ErrBadSignature, "keeps serving")
 	})
 	t.Run("untrusted key", func(t *testing.T) {
 		write(newSigner(t).sign(t, policytest.Compile(t, testPolicy, 12)))
-		refused(t, runtime.ErrUntrusted, "untrusted")
+		refused(t, decide.ErrUntrusted, "untrusted")
 	})
 	t.Run("unsigned", func(t *testing.T) {
 		raw := policytest.Compile(t, testPolicy, 12)
@@ -122,7 +122,7 @@ func TestReload(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(tb)
-		refused(t, runtime.ErrUnsigned, "bare decision table")
+		refused(t, decide.ErrUnsigned, "bare decision table")
 	})
 	t.Run("missing file", func(t *testing.T) {
 		os.Remove(path)
@@ -130,14 +130,14 @@ func TestReload(t *testing.T) {
 	})
 	t.Run("rollback", func(t *testing.T) {
 		write(key.sign(t, policytest.Compile(t, testPolicy, 9)))
-		refused(t, runtime.ErrRollback, "older")
+		refused(t, decide.ErrRollback, "older")
 	})
 	t.Run("rollback without state", func(t *testing.T) {
 		// The gateway refuses a rollback itself too, whatever the loader's
 		// state directory says.
 		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, "")
 		write(key.sign(t, policytest.Compile(t, testPolicy, 10)))
-		refused(t, runtime.ErrRollback, "older than serial 11, which is serving")
+		refused(t, decide.ErrRollback, "older than serial 11, which is serving")
 		tg.cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{key.pub}, stateDir)
 	})
 	t.Run("same serial, other content", func(t *testing.T) {
@@ -197,7 +197,7 @@ func TestBootRefusals(t *testing.T) {
 	}
 	t.Run("no table", func(t *testing.T) {
 		cfg := base()
-		cfg.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return nil, os.ErrNotExist }
+		cfg.Tables = func(func(*decide.Table) error) (*decide.Table, error) { return nil, os.ErrNotExist }
 		if _, err := New(ctx, cfg); err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no table to serve") {
 			t.Errorf("New without a table: %v", err)
 		}
@@ -214,7 +214,7 @@ func TestBootRefusals(t *testing.T) {
 		os.WriteFile(path, newSigner(t).sign(t, policytest.Compile(t, testPolicy, 1)), 0o644)
 		cfg := base()
 		cfg.Tables = verifiedLoader(path, []ed25519.PublicKey{newSigner(t).pub}, dir)
-		if _, err := New(ctx, cfg); !errors.Is(err, runtime.ErrUntrusted) {
+		if _, err := New(ctx, cfg); !errors.Is(err, decide.ErrUntrusted) {
 			t.Errorf("New with a table signed by an untrusted key: %v", err)
 		}
 	})
@@ -365,14 +365,14 @@ func (f gateFunc) Hold(ctx context.Context, req *HoldRequest) (Verdict, error) {
 
 // A call approved while a reload denied it does not run.
 func TestApprovalRecheckAfterReload(t *testing.T) {
-	var current atomic.Pointer[runtime.Table]
+	var current atomic.Pointer[decide.Table]
 	current.Store(loadTable(t, approvalPolicy, 1))
 	denied := loadTable(t, strings.Replace(approvalPolicy, `allow_list: ["echo"]`, `allow_list: ["echo"]
 	deny_list: ["merge_pull_request"]`, 1), 2)
 	var tg *testGateway
 	var recheckErr error
 	tg = startGateway(t, func(c *Config) {
-		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return current.Load(), nil }
+		c.Tables = func(func(*decide.Table) error) (*decide.Table, error) { return current.Load(), nil }
 		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
 			if req.Recheck() != nil {
 				t.Error("Recheck refused before the reload")
@@ -442,12 +442,12 @@ func TestApprovalProgressAndClient(t *testing.T) {
 }
 
 func TestConfigCheck(t *testing.T) {
-	var current atomic.Pointer[runtime.Table]
+	var current atomic.Pointer[decide.Table]
 	current.Store(loadTable(t, testPolicy, 1))
 	calls := 0
 	tg := startGateway(t, func(c *Config) {
-		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return current.Load(), nil }
-		c.Check = func(tb *runtime.Table) error {
+		c.Tables = func(func(*decide.Table) error) (*decide.Table, error) { return current.Load(), nil }
+		c.Check = func(tb *decide.Table) error {
 			calls++
 			if tb.Serial() == 2 {
 				return errors.New("channel \"oncall\" reaches no one")
@@ -474,23 +474,23 @@ func TestExpiredTable(t *testing.T) {
 	var clock atomic.Pointer[time.Time]
 	setClock := func(at time.Time) { clock.Store(&at) }
 	setClock(expires.Add(-300 * time.Millisecond)) // the timer fires in 300 ms
-	withExpiry := func(exp time.Time, serial uint64) *runtime.Table {
+	withExpiry := func(exp time.Time, serial uint64) *decide.Table {
 		src := policytest.Compile(t, testPolicy, serial)
 		src.Expires = exp.UTC().Format(time.RFC3339)
 		if _, err := table.Encode(src); err != nil { // the digest covers the expiry
 			t.Fatal(err)
 		}
-		rt, err := runtime.Load(src)
+		rt, err := decide.Load(src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rt
 	}
-	var serving atomic.Pointer[runtime.Table]
+	var serving atomic.Pointer[decide.Table]
 	serving.Store(withExpiry(expires, 10))
 	tg := startGateway(t, func(c *Config) {
 		c.Now = func() time.Time { return *clock.Load() }
-		c.Tables = func(func(*runtime.Table) error) (*runtime.Table, error) { return serving.Load(), nil }
+		c.Tables = func(func(*decide.Table) error) (*decide.Table, error) { return serving.Load(), nil }
 	})
 	changed := make(chan struct{}, 10)
 	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
@@ -524,8 +524,8 @@ func TestExpiredTable(t *testing.T) {
 	}
 	found := false
 	for _, r := range tg.log.all() {
-		if r.Op == OpCall && r.Name == "echo" && r.Decision.Reason == runtime.TableExpired {
-			found = r.Decision.Effect == runtime.Deny
+		if r.Op == OpCall && r.Name == "echo" && r.Decision.Reason == decide.TableExpired {
+			found = r.Decision.Effect == decide.Deny
 		}
 	}
 	if !found {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -43,12 +43,12 @@ func FuzzDecodeTable(f *testing.F) {
 		if !bytes.Equal(re, b) {
 			t.Fatalf("accepted bytes do not re-encode to themselves:\n%s\n---\n%s", b, re)
 		}
-		rt, err := runtime.Load(tab)
+		rt, err := decide.Load(tab)
 		if err != nil {
 			return
 		}
 		for name := range tab.Servers {
-			rt.Decide("", name, runtime.Tool, "x")
+			rt.Decide("", name, decide.Tool, "x")
 		}
 	})
 }

@@ -1,19 +1,19 @@
-package runtime_test
+package decide_test
 
 import (
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/policygen"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
-func loadSpec(tb testing.TB, spec policygen.Spec) (*runtime.Table, policygen.Policy) {
+func loadSpec(tb testing.TB, spec policygen.Spec) (*decide.Table, policygen.Policy) {
 	tb.Helper()
 	gen := policygen.Generate(spec)
 	res := compiler.Compile(compiler.Input{Files: gen.Files, Source: table.Source{PolicyPath: "gen"}})
@@ -23,7 +23,7 @@ func loadSpec(tb testing.TB, spec policygen.Spec) (*runtime.Table, policygen.Pol
 		}
 		tb.Fatal("generated policy does not compile")
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -86,14 +86,14 @@ func BenchmarkDecide(b *testing.B) {
 			}
 			reqs = append(reqs, req{server, name})
 		}
-		goruntime.GC()
+		runtime.GC()
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var allowed int
 			for i := 0; i < b.N; i++ {
 				r := &reqs[i&(nreqs-1)]
-				if rt.Decide(principal, r.server, runtime.Tool, r.name).Effect == runtime.Allow {
+				if rt.Decide(principal, r.server, decide.Tool, r.name).Effect == decide.Allow {
 					allowed++
 				}
 			}
@@ -110,9 +110,9 @@ func TestDecideAllocs(t *testing.T) {
 	rt, gen := loadSpec(t, policygen.Spec{Servers: 5, RulesPerServer: 35, Groups: 2, Seed: 1})
 	allocs := testing.AllocsPerRun(200, func() {
 		for _, n := range gen.Names[:40] {
-			rt.Decide("", gen.Servers[1], runtime.Tool, n)
-			rt.Decide(gen.Members[1], gen.Servers[1], runtime.Tool, n) // a group narrows
-			rt.Decide("nobody", "missing", runtime.Tool, n)
+			rt.Decide("", gen.Servers[1], decide.Tool, n)
+			rt.Decide(gen.Members[1], gen.Servers[1], decide.Tool, n) // a group narrows
+			rt.Decide("nobody", "missing", decide.Tool, n)
 		}
 	})
 	if allocs != 0 {
@@ -122,7 +122,7 @@ func TestDecideAllocs(t *testing.T) {
 	uris := []string{"file:///srv/projects/app/main.go", "repo://acme/widgets?ref=main", "ui://files/app.html", "mem:notes/today"}
 	allocs = testing.AllocsPerRun(200, func() {
 		for _, u := range uris {
-			rt.Decide("", gen.Servers[1], runtime.Resource, u)
+			rt.Decide("", gen.Servers[1], decide.Resource, u)
 		}
 	})
 	if allocs != 0 {
@@ -153,12 +153,12 @@ func TestGeneratedGroupsNarrow(t *testing.T) {
 	changed := 0
 	for _, member := range gen.Members {
 		for _, server := range gen.Servers {
-			ex := rt.Explain(member, server, runtime.Tool, gen.Names[0])
+			ex := rt.Explain(member, server, decide.Tool, gen.Names[0])
 			if !slices.ContainsFunc(ex.Scopes, func(s string) bool { return strings.HasPrefix(s, "group:") }) {
 				t.Errorf("%s on %s: scopes %q; want the member's group among them", member, server, ex.Scopes)
 			}
 			for _, n := range gen.Names {
-				if rt.Decide(member, server, runtime.Tool, n).Effect != rt.Decide("", server, runtime.Tool, n).Effect {
+				if rt.Decide(member, server, decide.Tool, n).Effect != rt.Decide("", server, decide.Tool, n).Effect {
 					changed++
 				}
 			}
@@ -185,7 +185,7 @@ func BenchmarkLoadLargeGroup(b *testing.B) {
 		fmt.Fprintf(&src, "%q, ", fmt.Sprintf("u%04d", i))
 	}
 	src.WriteString("]\n\tglobal: access: tool: deny_list: [\"get_secret\"]\n}\n")
-	benchLoad(b, src.String(), func(rt *runtime.Table) {
+	benchLoad(b, src.String(), func(rt *decide.Table) {
 		if rt.ClassOf("u0001") != rt.ClassOf("u4999") {
 			b.Fatal("members of one group are of different classes")
 		}
@@ -194,14 +194,14 @@ func BenchmarkLoadLargeGroup(b *testing.B) {
 
 // benchLoad compiles the policy src and loads its table b.N times,
 // checking each with check.
-func benchLoad(b *testing.B, src string, check func(*runtime.Table)) {
+func benchLoad(b *testing.B, src string, check func(*decide.Table)) {
 	res := compiler.Compile(compiler.Input{Files: []compiler.File{{Name: "bench.cue", Data: []byte(src)}}, Source: table.Source{PolicyPath: "bench"}})
 	if res.Table == nil {
 		b.Fatalf("the benchmark policy does not compile: %v", res.Diagnostics)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rt, err := runtime.Load(res.Table)
+		rt, err := decide.Load(res.Table)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func BenchmarkLoadManyPrincipals(b *testing.B) {
 	for i := range 4000 {
 		fmt.Fprintf(&src, "principals: \"u%d@example.com\": mcp_servers: s: access: tool: deny_list: [\"run_%d_*\"]\n", i, i)
 	}
-	benchLoad(b, src.String(), func(rt *runtime.Table) {
+	benchLoad(b, src.String(), func(rt *decide.Table) {
 		if rt.ClassOf("u1@example.com") == rt.ClassOf("u2@example.com") {
 			b.Fatal("principals with scopes of their own share a class")
 		}

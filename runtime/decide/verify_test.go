@@ -1,4 +1,4 @@
-package runtime_test
+package decide_test
 
 import (
 	"bytes"
@@ -15,15 +15,15 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/policygen"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/table"
 )
 
 // verifyRefusals are the sentinels every LoadVerified refusal matches one of.
 var verifyRefusals = []error{
-	runtime.ErrUnsigned, runtime.ErrBadSignature, runtime.ErrUntrusted, runtime.ErrWrongType,
-	runtime.ErrUnknownFormat, runtime.ErrInvalidTable, runtime.ErrExpired, runtime.ErrRollback,
+	decide.ErrUnsigned, decide.ErrBadSignature, decide.ErrUntrusted, decide.ErrWrongType,
+	decide.ErrUnknownFormat, decide.ErrInvalidTable, decide.ErrExpired, decide.ErrRollback,
 }
 
 // verifyRefusalOf returns the one sentinel err matches, or fails the test.
@@ -89,8 +89,8 @@ func verifySeal(payloadType string, payload []byte, keys ...ed25519.PrivateKey) 
 	return e.Marshal()
 }
 
-func verifyTrust(keys ...ed25519.PrivateKey) runtime.VerifyOptions {
-	opts := runtime.VerifyOptions{}
+func verifyTrust(keys ...ed25519.PrivateKey) decide.VerifyOptions {
+	opts := decide.VerifyOptions{}
 	for _, k := range keys {
 		opts.Trusted = append(opts.Trusted, verifyPub(k))
 	}
@@ -100,7 +100,7 @@ func verifyTrust(keys ...ed25519.PrivateKey) runtime.VerifyOptions {
 func TestLoadVerifiedAccepts(t *testing.T) {
 	k := verifyKey(1)
 	payload := verifyEncode(t, verifySmallTable(3, ""))
-	tab, v, err := runtime.LoadVerified(verifySeal(table.PayloadType, payload, k), verifyTrust(k))
+	tab, v, err := decide.LoadVerified(verifySeal(table.PayloadType, payload, k), verifyTrust(k))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestLoadVerifiedAccepts(t *testing.T) {
 	if v.Serial != 3 || v.Digest != tab.Digest() || len(v.KeyIDs) != 1 || v.KeyIDs[0] != envelope.KeyID(verifyPub(k)) || !v.Expires.IsZero() {
 		t.Fatalf("Verified = %+v", v)
 	}
-	if d := tab.Decide("", "gh", runtime.Tool, "get_issue"); d.Effect != runtime.Allow {
+	if d := tab.Decide("", "gh", decide.Tool, "get_issue"); d.Effect != decide.Allow {
 		t.Fatalf("decision on the verified table: %+v", d)
 	}
 }
@@ -137,23 +137,23 @@ func TestLoadVerifiedRefusals(t *testing.T) {
 		want error
 		msg  string
 	}{
-		{"bare table", payload, runtime.ErrUnsigned, "bare decision table"},
-		{"truncated envelope", good[:len(good)/2], runtime.ErrBadSignature, "truncated"},
-		{"empty file", nil, runtime.ErrBadSignature, "malformed envelope"},
-		{"not JSON", []byte("hello"), runtime.ErrBadSignature, "malformed envelope"},
-		{"no signatures", verifySeal(table.PayloadType, payload), runtime.ErrBadSignature, "no signatures"},
-		{"tampered payload", tamperedEnv.Marshal(), runtime.ErrBadSignature, "does not verify"},
-		{"untrusted signer", verifySeal(table.PayloadType, payload, other), runtime.ErrUntrusted, "untrusted key"},
-		{"other payloadType", verifySeal("application/vnd.in-toto+json", payload, k), runtime.ErrWrongType, "not a policyc decision table"},
-		{"newer policyc payloadType", verifySeal("application/vnd.policyc.table.v2+json", payload, k), runtime.ErrUnknownFormat, "does not read"},
-		{"unknown table format", verifySeal(table.PayloadType, verifyEncode(t, v2), k), runtime.ErrUnknownFormat, "policyc.table/v2"},
-		{"signed non-table", verifySeal(table.PayloadType, []byte(`{"format":"policyc.table/v1"}`), k), runtime.ErrInvalidTable, "not a valid table"},
-		{"signed JSON without a format", verifySeal(table.PayloadType, []byte(`{"servers":{}}`), k), runtime.ErrInvalidTable, "not a policyc decision table"},
-		{"signed bad pattern", verifySeal(table.PayloadType, verifyEncode(t, badPattern), k), runtime.ErrInvalidTable, "get_["},
+		{"bare table", payload, decide.ErrUnsigned, "bare decision table"},
+		{"truncated envelope", good[:len(good)/2], decide.ErrBadSignature, "truncated"},
+		{"empty file", nil, decide.ErrBadSignature, "malformed envelope"},
+		{"not JSON", []byte("hello"), decide.ErrBadSignature, "malformed envelope"},
+		{"no signatures", verifySeal(table.PayloadType, payload), decide.ErrBadSignature, "no signatures"},
+		{"tampered payload", tamperedEnv.Marshal(), decide.ErrBadSignature, "does not verify"},
+		{"untrusted signer", verifySeal(table.PayloadType, payload, other), decide.ErrUntrusted, "untrusted key"},
+		{"other payloadType", verifySeal("application/vnd.in-toto+json", payload, k), decide.ErrWrongType, "not a policyc decision table"},
+		{"newer policyc payloadType", verifySeal("application/vnd.policyc.table.v2+json", payload, k), decide.ErrUnknownFormat, "does not read"},
+		{"unknown table format", verifySeal(table.PayloadType, verifyEncode(t, v2), k), decide.ErrUnknownFormat, "policyc.table/v2"},
+		{"signed non-table", verifySeal(table.PayloadType, []byte(`{"format":"policyc.table/v1"}`), k), decide.ErrInvalidTable, "not a valid table"},
+		{"signed JSON without a format", verifySeal(table.PayloadType, []byte(`{"servers":{}}`), k), decide.ErrInvalidTable, "not a policyc decision table"},
+		{"signed bad pattern", verifySeal(table.PayloadType, verifyEncode(t, badPattern), k), decide.ErrInvalidTable, "get_["},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tab, v, err := runtime.LoadVerified(c.in, verifyTrust(k))
+			tab, v, err := decide.LoadVerified(c.in, verifyTrust(k))
 			if err == nil || tab != nil || v != nil {
 				t.Fatalf("accepted: %v %v %v", tab, v, err)
 			}
@@ -166,11 +166,11 @@ func TestLoadVerifiedRefusals(t *testing.T) {
 		})
 	}
 	var fe *table.FormatError
-	_, _, err := runtime.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, v2), k), verifyTrust(k))
+	_, _, err := decide.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, v2), k), verifyTrust(k))
 	if !errors.As(err, &fe) || fe.Found != "policyc.table/v2" {
 		t.Fatalf("unknown format: %v does not carry the *table.FormatError", err)
 	}
-	if _, _, err := runtime.LoadVerified(good, runtime.VerifyOptions{}); err == nil {
+	if _, _, err := decide.LoadVerified(good, decide.VerifyOptions{}); err == nil {
 		t.Fatal("loaded with no trusted keys")
 	}
 }
@@ -201,7 +201,7 @@ func TestLoadVerifiedEveryByte(t *testing.T) {
 	keyIDSpan[1]--
 
 	check := func(what string, i int, m []byte) (accepted bool) {
-		tab, v, err := runtime.LoadVerified(m, opts)
+		tab, v, err := decide.LoadVerified(m, opts)
 		if err != nil {
 			verifyRefusalOf(t, err)
 			if tab != nil || v != nil {
@@ -274,9 +274,9 @@ func TestLoadVerifiedRotation(t *testing.T) {
 	}
 	for key, expect := range want {
 		in := verifySeal(table.PayloadType, payload, signedBy[key[0]]...)
-		_, v, err := runtime.LoadVerified(in, verifyTrust(trusted[key[1]]...))
+		_, v, err := decide.LoadVerified(in, verifyTrust(trusted[key[1]]...))
 		if expect == "" {
-			if !errors.Is(err, runtime.ErrUntrusted) {
+			if !errors.Is(err, decide.ErrUntrusted) {
 				t.Errorf("signed by %s, trusting %s: err = %v, want ErrUntrusted", key[0], key[1], err)
 			}
 			continue
@@ -299,19 +299,19 @@ func TestLoadVerifiedExpiry(t *testing.T) {
 	k := verifyKey(1)
 	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	in := verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(3, exp.Format(time.RFC3339))), k)
-	at := func(now time.Time) runtime.VerifyOptions {
+	at := func(now time.Time) decide.VerifyOptions {
 		o := verifyTrust(k)
 		o.Now = func() time.Time { return now }
 		return o
 	}
-	_, v, err := runtime.LoadVerified(in, at(exp.Add(-time.Second)))
+	_, v, err := decide.LoadVerified(in, at(exp.Add(-time.Second)))
 	if err != nil || !v.Expires.Equal(exp) {
 		t.Fatalf("a second before expiry: %v, %+v", err, v)
 	}
 	for _, now := range []time.Time{exp, exp.Add(time.Hour)} {
-		_, _, err := runtime.LoadVerified(in, at(now))
-		var ee *runtime.ExpiredError
-		if verifyRefusalOf(t, err) != runtime.ErrExpired || !errors.As(err, &ee) || !ee.Expires.Equal(exp) {
+		_, _, err := decide.LoadVerified(in, at(now))
+		var ee *decide.ExpiredError
+		if verifyRefusalOf(t, err) != decide.ErrExpired || !errors.As(err, &ee) || !ee.Expires.Equal(exp) {
 			t.Fatalf("at %s: err = %v, want ErrExpired", now, err)
 		}
 		if !strings.Contains(err.Error(), "2030-01-02T03:04:05Z") {
@@ -325,7 +325,7 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	dir := t.TempDir()
 	opts := verifyTrust(k)
 	opts.StateDir = dir
-	state := filepath.Join(dir, runtime.StateFile)
+	state := filepath.Join(dir, decide.StateFile)
 	signed := func(serial uint64, expires string) []byte {
 		return verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(serial, expires)), k)
 	}
@@ -336,8 +336,8 @@ func TestLoadVerifiedRollback(t *testing.T) {
 		}
 		return string(b)
 	}
-	load := func(in []byte) (*runtime.Verified, error) {
-		_, v, err := runtime.LoadVerified(in, opts)
+	load := func(in []byte) (*decide.Verified, error) {
+		_, v, err := decide.LoadVerified(in, opts)
 		return v, err
 	}
 
@@ -371,7 +371,7 @@ func TestLoadVerifiedRollback(t *testing.T) {
 		"no expiry":      signed(5, ""),
 		"other content":  verifySeal(table.PayloadType, verifyEncode(t, changed), k),
 	} {
-		if _, err := load(in); verifyRefusalOf(t, err) != runtime.ErrRollback || !strings.Contains(err.Error(), "serial 5") {
+		if _, err := load(in); verifyRefusalOf(t, err) != decide.ErrRollback || !strings.Contains(err.Error(), "serial 5") {
 			t.Errorf("%s at the accepted serial: err = %v", name, err)
 		}
 		if readState() != renewed {
@@ -390,8 +390,8 @@ func TestLoadVerifiedRollback(t *testing.T) {
 		t.Fatalf("same serial against an old state file: %v", err)
 	}
 	_, err = load(signed(4, ""))
-	var re *runtime.RollbackError
-	if verifyRefusalOf(t, err) != runtime.ErrRollback || !errors.As(err, &re) || re.Serial != 4 || re.Last != 5 || re.State != state {
+	var re *decide.RollbackError
+	if verifyRefusalOf(t, err) != decide.ErrRollback || !errors.As(err, &re) || re.Serial != 4 || re.Last != 5 || re.State != state {
 		t.Fatalf("older serial: err = %v", err)
 	}
 	if _, err := load(signed(7, "")); err != nil {
@@ -401,7 +401,7 @@ func TestLoadVerifiedRollback(t *testing.T) {
 		t.Fatalf("state not advanced: %s", readState())
 	}
 	before := readState()
-	if _, err := load(signed(5, "")); !errors.Is(err, runtime.ErrRollback) {
+	if _, err := load(signed(5, "")); !errors.Is(err, decide.ErrRollback) {
 		t.Fatalf("after 7, serial 5: err = %v", err)
 	}
 	// Refused tables never advance the state, whatever their serial.
@@ -423,7 +423,7 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	// A table the caller refuses (Accept) records nothing, and neither
 	// does a read-only check of a table it would accept.
 	callerSays := errors.New("the gateway cannot enforce it")
-	opts.Accept = func(*runtime.Table) error { return callerSays }
+	opts.Accept = func(*decide.Table) error { return callerSays }
 	if _, err := load(signed(9, "")); !errors.Is(err, callerSays) {
 		t.Fatalf("refused by Accept: err = %v", err)
 	}
@@ -432,7 +432,7 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	if _, err := load(signed(9, "")); err != nil {
 		t.Fatalf("read-only: %v", err)
 	}
-	if _, err := load(signed(5, "")); !errors.Is(err, runtime.ErrRollback) {
+	if _, err := load(signed(5, "")); !errors.Is(err, decide.ErrRollback) {
 		t.Fatalf("read-only, serial 5 after 7: err = %v", err)
 	}
 	if readState() != before {
@@ -473,7 +473,7 @@ func FuzzLoadVerified(f *testing.F) {
 	f.Add(bytes.ReplaceAll(bytes.ReplaceAll(good, []byte("+"), []byte("-")), []byte("/"), []byte("_")))
 	opts := verifyTrust(k)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tab, _, err := runtime.LoadVerified(b, opts)
+		tab, _, err := decide.LoadVerified(b, opts)
 		if err != nil {
 			verifyRefusalOf(t, err)
 			return
@@ -514,7 +514,7 @@ func BenchmarkLoadVerified(b *testing.B) {
 	signed := verifySeal(table.PayloadType, payload, k)
 	opts := verifyTrust(k)
 	opts.StateDir = b.TempDir()
-	t0, _, err := runtime.LoadVerified(signed, opts)
+	t0, _, err := decide.LoadVerified(signed, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -525,7 +525,7 @@ func BenchmarkLoadVerified(b *testing.B) {
 	b.Run("all", func(b *testing.B) {
 		b.SetBytes(int64(len(signed)))
 		for i := 0; i < b.N; i++ {
-			t, _, err := runtime.LoadVerified(signed, opts)
+			t, _, err := decide.LoadVerified(signed, opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -559,7 +559,7 @@ func BenchmarkLoadVerified(b *testing.B) {
 	}
 	b.Run("load", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			t, err := runtime.Load(src)
+			t, err := decide.Load(src)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -570,7 +570,7 @@ func BenchmarkLoadVerified(b *testing.B) {
 	})
 	b.Run("automata", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			t, err := runtime.Load(src)
+			t, err := decide.Load(src)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -590,7 +590,7 @@ func TestLoadVerifiedConcurrentState(t *testing.T) {
 		dir := t.TempDir()
 		opts := verifyTrust(k)
 		opts.StateDir = dir
-		if _, _, err := runtime.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(5, "")), k), opts); err != nil {
+		if _, _, err := decide.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(5, "")), k), opts); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -598,11 +598,11 @@ func TestLoadVerifiedConcurrentState(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runtime.LoadVerified(in, opts) // six may be refused once seven is in
+				decide.LoadVerified(in, opts) // six may be refused once seven is in
 			}()
 		}
 		wg.Wait()
-		b, err := os.ReadFile(filepath.Join(dir, runtime.StateFile))
+		b, err := os.ReadFile(filepath.Join(dir, decide.StateFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -613,7 +613,7 @@ func TestLoadVerifiedConcurrentState(t *testing.T) {
 }
 
 func TestTableExpired(t *testing.T) {
-	rt, err := runtime.Load(verifySmallTable(1, "2027-01-01T00:00:00Z"))
+	rt, err := decide.Load(verifySmallTable(1, "2027-01-01T00:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,14 +633,14 @@ func TestTableExpired(t *testing.T) {
 			t.Errorf("Expired(%v) = %v, want %v", c.now, got, c.want)
 		}
 	}
-	never, err := runtime.Load(verifySmallTable(1, ""))
+	never, err := decide.Load(verifySmallTable(1, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := never.Expires(); ok || never.Expired(time.Now().Add(1000*time.Hour)) {
 		t.Error("a table without an expiry expires")
 	}
-	if _, err := runtime.Load(verifySmallTable(1, "tomorrow")); err == nil {
+	if _, err := decide.Load(verifySmallTable(1, "tomorrow")); err == nil {
 		t.Error("a table whose expiry is not RFC 3339 loads")
 	}
 }

@@ -1,4 +1,4 @@
-package runtime_test
+package decide_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -48,7 +48,7 @@ principals: bo: global: access: tool: deny_list: ["get_secret"]
 			}
 		}
 	}
-	if (runtime.Class{}) == rt.ClassOf("") {
+	if (decide.Class{}) == rt.ClassOf("") {
 		t.Error("the anonymous principal's class is the zero Class")
 	}
 
@@ -74,15 +74,15 @@ groups: all: {
 		t.Error("cy is not in blue, yet of ann's class")
 	}
 	for _, name := range []string{"get_x", "get_secret", "drop_x"} {
-		a, b := rt2.Decide("ann", "docs", runtime.Tool, name), rt2.Decide("bo", "docs", runtime.Tool, name)
+		a, b := rt2.Decide("ann", "docs", decide.Tool, name), rt2.Decide("bo", "docs", decide.Tool, name)
 		if a != b {
 			t.Errorf("%s: ann %v, bo %v: one class decides alike", name, a, b)
 		}
 	}
-	if d := rt2.Decide("cy", "docs", runtime.Tool, "drop_x"); d.Effect != runtime.Allow {
+	if d := rt2.Decide("cy", "docs", decide.Tool, "drop_x"); d.Effect != decide.Allow {
 		t.Errorf("cy drop_x: %v, want allow (cy is not in blue)", d)
 	}
-	if d := rt2.Decide("ann", "docs", runtime.Tool, "drop_x"); d.Effect != runtime.Deny {
+	if d := rt2.Decide("ann", "docs", decide.Tool, "drop_x"); d.Effect != decide.Deny {
 		t.Errorf("ann drop_x: %v, want deny", d)
 	}
 }
@@ -91,7 +91,7 @@ groups: all: {
 // when bit k of i is set, for i < 64, and has a scope of its own when i is
 // even. Group g<k> denies t<k>, u<i>'s own scope denies own<i>, and the
 // global scope denies glob.
-func scopesPolicy(t testing.TB) *runtime.Table {
+func scopesPolicy(t testing.TB) *decide.Table {
 	t.Helper()
 	var src strings.Builder
 	src.WriteString("package policy\n")
@@ -116,7 +116,7 @@ func scopesPolicy(t testing.TB) *runtime.Table {
 		}
 		t.Fatal("the policy does not compile")
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,33 +129,33 @@ func scopesPolicy(t testing.TB) *runtime.Table {
 // the global one, and no other's.
 func TestLoadScopesOfEachPrincipal(t *testing.T) {
 	rt := scopesPolicy(t)
-	decide := func(p, name string) runtime.Effect { return rt.Decide(p, "s", runtime.Tool, name).Effect }
+	dec := func(p, name string) decide.Effect { return rt.Decide(p, "s", decide.Tool, name).Effect }
 	for i := range 64 {
 		p := fmt.Sprintf("u%d", i)
 		for k := range 6 {
-			want := runtime.Allow
+			want := decide.Allow
 			if i>>k&1 == 1 {
-				want = runtime.Deny
+				want = decide.Deny
 			}
-			if got := decide(p, fmt.Sprintf("t%d", k)); got != want {
+			if got := dec(p, fmt.Sprintf("t%d", k)); got != want {
 				t.Errorf("%s, t%d: %v, want %v", p, k, got, want)
 			}
 		}
 		for j := 0; j < 64; j += 2 {
-			want := runtime.Allow
+			want := decide.Allow
 			if j == i {
-				want = runtime.Deny
+				want = decide.Deny
 			}
-			if got := decide(p, fmt.Sprintf("own%d", j)); got != want {
+			if got := dec(p, fmt.Sprintf("own%d", j)); got != want {
 				t.Errorf("%s, own%d: %v, want %v", p, j, got, want)
 			}
 		}
-		if got := decide(p, "glob"); got != runtime.Deny {
+		if got := dec(p, "glob"); got != decide.Deny {
 			t.Errorf("%s, glob: %v, want deny", p, got)
 		}
 	}
 	for _, name := range []string{"t0", "t5", "own0"} {
-		if got := decide("", name); got != runtime.Allow {
+		if got := dec("", name); got != decide.Allow {
 			t.Errorf("anonymous, %s: %v, want allow", name, got)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package runtime
+package decide
 
 // lockState does nothing on this platform: give each gateway its own state
 // directory, and do not run policyc verify --state on it while it reloads.

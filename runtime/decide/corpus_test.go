@@ -1,4 +1,4 @@
-package runtime_test
+package decide_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -31,7 +31,7 @@ func TestCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			fast, sections := compileArchive(t, ar)
-			slow, err := runtime.LoadForInspection(fast.Source())
+			slow, err := decide.LoadForInspection(fast.Source())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestCorpus(t *testing.T) {
 			if tos, ok := sections["timeouts"]; ok {
 				eachLine(t, tos, func(line int, req request, want []string) {
 					d := fast.Decide(req.principal, req.server, req.kind, req.name)
-					if d.Effect != runtime.Approve {
+					if d.Effect != decide.Approve {
 						t.Errorf("timeouts:%d: %s is %s, not approve", line, req, d.Effect)
 						return
 					}
@@ -82,7 +82,7 @@ func TestCorpus(t *testing.T) {
 
 // compileArchive compiles the .cue files of an archive and returns the
 // loaded table and the other sections by name.
-func compileArchive(t *testing.T, ar *txtar.Archive) (*runtime.Table, map[string][]byte) {
+func compileArchive(t *testing.T, ar *txtar.Archive) (*decide.Table, map[string][]byte) {
 	t.Helper()
 	var files []compiler.File
 	sections := map[string][]byte{}
@@ -109,7 +109,7 @@ func compileArchive(t *testing.T, ar *txtar.Archive) (*runtime.Table, map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.Load(src)
+	rt, err := decide.Load(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func compileArchive(t *testing.T, ar *txtar.Archive) (*runtime.Table, map[string
 
 type request struct {
 	principal, server string
-	kind              runtime.Kind
+	kind              decide.Kind
 	name              string
 }
 
@@ -145,9 +145,9 @@ func eachLine(t *testing.T, data []byte, f func(line int, req request, want []st
 		if err != nil || len(fields) != 4 {
 			t.Fatalf("line %d: want PRINCIPAL SERVER KIND NAME, got %q (%v)", line, lhs, err)
 		}
-		kind, ok := runtime.ParseKind(fields[2])
+		kind, ok := decide.ParseKind(fields[2])
 		if !ok {
-			kind = runtime.Kind(99) // an unknown kind, decided as such
+			kind = decide.Kind(99) // an unknown kind, decided as such
 		}
 		if fields[0] == "-" {
 			fields[0] = ""
@@ -252,7 +252,7 @@ dee docs tool merge_x => 30
 - docs tool merge_x => 60
 `))
 	rt, sections := compileArchive(t, ar)
-	check := func(section string, f func(line int, req request, d runtime.Decision, want []string)) {
+	check := func(section string, f func(line int, req request, d decide.Decision, want []string)) {
 		n := 0
 		eachLine(t, sections[section], func(line int, req request, want []string) {
 			n++
@@ -262,13 +262,13 @@ dee docs tool merge_x => 30
 			t.Fatalf("no %s", section)
 		}
 	}
-	check("requests", func(line int, req request, d runtime.Decision, want []string) {
+	check("requests", func(line int, req request, d decide.Decision, want []string) {
 		if got, exp := d.Effect.String()+" "+d.Origin, strings.Join(want, " "); got != exp {
 			t.Errorf("requests:%d: %s: got %s, want %s (reason %s, scope %s)", line, req, got, exp, d.Reason, d.Scope)
 		}
 	})
-	check("timeouts", func(line int, req request, d runtime.Decision, want []string) {
-		if got := strconv.Itoa(d.ApprovalTimeoutSeconds); d.Effect != runtime.Approve || got != want[0] {
+	check("timeouts", func(line int, req request, d decide.Decision, want []string) {
+		if got := strconv.Itoa(d.ApprovalTimeoutSeconds); d.Effect != decide.Approve || got != want[0] {
 			t.Errorf("timeouts:%d: %s: %s, timeout %s; want approve, %s", line, req, d.Effect, got, want[0])
 		}
 	})

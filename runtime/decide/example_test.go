@@ -1,10 +1,10 @@
-package runtime_test
+package decide_test
 
 import (
 	"fmt"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/runtime"
+	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -19,13 +19,13 @@ func Example() {
 	if res.Table == nil {
 		panic("the example does not compile")
 	}
-	rt, err := runtime.Load(res.Table)
+	rt, err := decide.Load(res.Table)
 	if err != nil {
 		panic(err)
 	}
-	d := rt.Decide("", "linear", runtime.Tool, "save_issue")
+	d := rt.Decide("", "linear", decide.Tool, "save_issue")
 	fmt.Println(d.Effect, d.Rule.Pattern, d.Origin, d.ApprovalTimeoutSeconds, d.ApprovalChannel)
-	d = rt.Decide("", "memory", runtime.Tool, "delete_entities")
+	d = rt.Decide("", "memory", decide.Tool, "delete_entities")
 	fmt.Println(d.Effect, d.Rule.Pattern, d.Origin)
 	// Output:
 	// approve save_issue linear.cue:6 60 page

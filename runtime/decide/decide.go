@@ -7,12 +7,12 @@
 // compiler's own tools on a table it just built). A decision is a lookup:
 // servers in a hash index, exact names in a table indexed by a signature of
 // the name, globs compiled to automata; it allocates nothing.
-package runtime
+package decide
 
 import (
 	"fmt"
 	"maps"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -413,7 +413,7 @@ func (t *Table) buildAutomata() {
 	}
 	work := make(chan *glob.Set)
 	var wg sync.WaitGroup
-	for range goruntime.GOMAXPROCS(0) {
+	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -621,9 +621,9 @@ func plural(n int, noun string) string {
 // read before the fault.
 func ItemKeys(b []byte) map[string]int {
 	items := map[reflect.Type][2]string{
-		reflect.TypeFor[Tool]():     {table.KindTool, "name"},
-		reflect.TypeFor[Prompt]():   {table.KindPrompt, "name"},
-		reflect.TypeFor[Resource](): {table.KindResource, "uri"},
+		reflect.TypeFor[Tool]():     {table.Tool.String(), "name"},
+		reflect.TypeFor[Prompt]():   {table.Prompt.String(), "name"},
+		reflect.TypeFor[Resource](): {table.Resource.String(), "uri"},
 	}
 	out := map[string]int{}
 	walkKeys(b, func(obj reflect.Type, _ map[string]string, key string, at int) bool {

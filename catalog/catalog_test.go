@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -174,7 +173,7 @@ func TestParseChecksFileNames(t *testing.T) {
 	if c.Tool("github", "search") == nil || c.Tool("github", "nope") != nil || c.Tool("x", "search") != nil {
 		t.Errorf("Tool lookup")
 	}
-	if n := c.ItemNames("github", table.KindResource); strings.Join(n, ",") != "repo://a,repo://b" {
+	if n := c.ItemNames("github", table.Resource.String()); strings.Join(n, ",") != "repo://a,repo://b" {
 		t.Errorf("ItemNames: %v", n)
 	}
 }
@@ -270,15 +269,15 @@ func TestDiff(t *testing.T) {
 // (decisiondiff.Items).
 func TestCatalogIsDecisionDiffItems(t *testing.T) {
 	var items interface {
-		Names(server string, kind decide.Kind) []string
+		Names(server string, kind table.Kind) []string
 	} = &Catalog{Servers: map[string]*Snapshot{"github": sample()}}
-	if got := items.Names("github", decide.Tool); strings.Join(got, ",") != "create_issue,delete_repo,search" {
+	if got := items.Names("github", table.Tool); strings.Join(got, ",") != "create_issue,delete_repo,search" {
 		t.Errorf("tools: %v", got)
 	}
-	if got := items.Names("github", decide.Resource); strings.Join(got, ",") != "repo://a,repo://b" {
+	if got := items.Names("github", table.Resource); strings.Join(got, ",") != "repo://a,repo://b" {
 		t.Errorf("resources: %v", got)
 	}
-	if got := items.Names("other", decide.Prompt); got != nil {
+	if got := items.Names("other", table.Prompt); got != nil {
 		t.Errorf("unknown server: %v", got)
 	}
 }

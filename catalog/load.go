@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/policyc/policyc/internal/regfile"
-	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -37,7 +36,7 @@ type Catalog struct {
 // decides on: (server, kind, name), where the name of a resource is its URI.
 type Item struct {
 	Server string
-	// Kind is table.KindTool, table.KindPrompt or table.KindResource.
+	// Kind is table.Tool.String(), table.Prompt.String() or table.Resource.String().
 	Kind string
 	Name string
 	// Tool is the catalogued tool (annotations, input schema) for a tool;
@@ -133,24 +132,24 @@ func (c *Catalog) Items() iter.Seq[Item] {
 func (s *Snapshot) Items() iter.Seq[Item] {
 	return func(yield func(Item) bool) {
 		for i := range s.Tools {
-			if !yield(Item{Server: s.Server, Kind: table.KindTool, Name: s.Tools[i].Name, Tool: &s.Tools[i]}) {
+			if !yield(Item{Server: s.Server, Kind: table.Tool.String(), Name: s.Tools[i].Name, Tool: &s.Tools[i]}) {
 				return
 			}
 		}
 		for _, p := range s.Prompts {
-			if !yield(Item{Server: s.Server, Kind: table.KindPrompt, Name: p.Name}) {
+			if !yield(Item{Server: s.Server, Kind: table.Prompt.String(), Name: p.Name}) {
 				return
 			}
 		}
 		for _, r := range s.Resources {
-			if !yield(Item{Server: s.Server, Kind: table.KindResource, Name: r.URI}) {
+			if !yield(Item{Server: s.Server, Kind: table.Resource.String(), Name: r.URI}) {
 				return
 			}
 		}
 	}
 }
 
-// ItemNames returns the names of one kind (table.KindTool, KindPrompt or
+// ItemNames returns the names of one kind (table.Tool.String(), KindPrompt or
 // KindResource) of a server's catalogued items, sorted: tool and prompt
 // names, or resource URIs. Nil when the server has no snapshot.
 func (c *Catalog) ItemNames(server, kind string) []string {
@@ -168,9 +167,9 @@ func (c *Catalog) ItemNames(server, kind string) []string {
 	return out
 }
 
-// Names is ItemNames with a decide.Kind: a *Catalog is the Items of
+// Names is ItemNames with a table.Kind: a *Catalog is the Items of
 // internal/decisiondiff, so that policyc diff compares every catalogued item.
-func (c *Catalog) Names(server string, kind decide.Kind) []string {
+func (c *Catalog) Names(server string, kind table.Kind) []string {
 	return c.ItemNames(server, kind.String())
 }
 

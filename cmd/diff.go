@@ -19,7 +19,6 @@ import (
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/decisiondiff"
 	"github.com/policyc/policyc/internal/gitsrc"
-	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -274,17 +273,17 @@ func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table
 
 // itemNames is the catalogued names of both sides, for decisiondiff: the
 // catalogue of a revision, or the items a table file records.
-type itemNames map[string]map[decide.Kind][]string
+type itemNames map[string]map[table.Kind][]string
 
-func (n itemNames) Names(server string, kind decide.Kind) []string { return n[server][kind] }
+func (n itemNames) Names(server string, kind table.Kind) []string { return n[server][kind] }
 
 func (n itemNames) add(server, kind, name string) {
-	k, ok := decide.ParseKind(kind)
+	k, ok := table.ParseKind(kind)
 	if !ok {
 		return
 	}
 	if n[server] == nil {
-		n[server] = map[decide.Kind][]string{}
+		n[server] = map[table.Kind][]string{}
 	}
 	n[server][k] = append(n[server][k], name)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/decisiondiff"
-	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -37,10 +36,10 @@ func TestDiffItems(t *testing.T) {
 	neu.Items = []table.Item{{Server: "github", Kind: "tool", Name: "merge_branch", Decision: "deny"}}
 
 	items := catalogueItems([2]*table.Table{old, neu}, [2]*catalog.Catalog{cat, nil})
-	if got := items.Names("github", decide.Tool); !slices.Equal(got, []string{"get_issue", "merge_branch", "merge_pull_request"}) {
+	if got := items.Names("github", table.Tool); !slices.Equal(got, []string{"get_issue", "merge_branch", "merge_pull_request"}) {
 		t.Fatalf("names: %v", got)
 	}
-	if got := items.Names("github", decide.Prompt); got != nil {
+	if got := items.Names("github", table.Prompt); got != nil {
 		t.Fatalf("prompt names: %v", got)
 	}
 	if catalogueItems([2]*table.Table{compile(`mcp_servers: github: {}`, nil), nil}, [2]*catalog.Catalog{}) != nil {

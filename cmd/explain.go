@@ -91,8 +91,8 @@ func (f *itemFlags) add(fs *pflag.FlagSet) {
 }
 
 // check validates the flags and returns the kind.
-func (f *itemFlags) check(c *cobra.Command) (decide.Kind, error) {
-	k, ok := decide.ParseKind(f.kind)
+func (f *itemFlags) check(c *cobra.Command) (table.Kind, error) {
+	k, ok := table.ParseKind(f.kind)
 	if !ok {
 		return 0, usageErrorf("--kind must be tool, prompt or resource, got %q", f.kind)
 	}
@@ -223,7 +223,7 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 	if ex.Normal != "" {
 		fmt.Fprintf(w, "  normal form: %q (decided too: an upstream may read the URI so)\n", ex.Normal)
 	}
-	if d.Effect == decide.Approve {
+	if d.Effect == table.Approve {
 		fmt.Fprintf(w, "  approval:   held up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)
 	}
 	if d.Consent {
@@ -244,9 +244,9 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 // listName is the policy key a rule of an effect was written under.
 func listName(effect string) string {
 	switch effect {
-	case table.Deny:
+	case table.Deny.String():
 		return "deny_list"
-	case table.Approve:
+	case table.Approve.String():
 		return "approval_list"
 	}
 	return "allow_list"

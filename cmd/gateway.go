@@ -467,7 +467,7 @@ func checkChannels(t *decide.Table, gate *approval.Gate, upstreams []string) err
 			return false
 		}
 		for _, r := range a.Rules {
-			if r.Effect == table.Approve {
+			if r.Effect == table.Approve.String() {
 				return true
 			}
 		}

@@ -120,7 +120,7 @@ func TestCompileRevProvenance(t *testing.T) {
 	if tb.Source != want || tb.Serial != 2 {
 		t.Errorf("source %+v serial %d\nwant   %+v serial 2", tb.Source, tb.Serial, want)
 	}
-	if tb.Servers["linear"].Tool.Rules[1].Effect != table.Approve {
+	if tb.Servers["linear"].Tool.Rules[1].Effect != table.Approve.String() {
 		t.Errorf("HEAD's policy was not the one compiled: %+v", tb.Servers["linear"].Tool.Rules)
 	}
 

@@ -5,6 +5,12 @@
 // Diagnostic with a position, a stable code and a severity; a table is
 // produced only when there is no error. It never reads the clock: the same
 // sources and compiler version give the same table bytes.
+//
+// It imports the decision engine (runtime/decide) in one place only:
+// FreezeItems decides each catalogued item with the table just built, so
+// that the items frozen into the table are decided by the code the gateway
+// runs, not by a second evaluator. The policy's vocabulary (kinds, effects)
+// comes from runtime/table.
 package compiler
 
 import (
@@ -212,8 +218,8 @@ func (c *compilation) check(p *Policy) {
 	// Every channel reference names a defined channel.
 	var globalChannel *Setting
 	if p.Global != nil {
-		if a := p.Global.Servers[table.AllServers]; a != nil && a.Access[table.KindTool] != nil {
-			globalChannel = a.Access[table.KindTool].Channel
+		if a := p.Global.Servers[table.AllServers]; a != nil && a.Access[table.Tool.String()] != nil {
+			globalChannel = a.Access[table.Tool.String()].Channel
 		}
 	}
 	type ref struct {
@@ -227,7 +233,7 @@ func (c *compilation) check(p *Policy) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.Servers)) {
 		s := p.Servers[name]
-		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
+		if tool := s.Access[table.Tool.String()]; tool != nil && tool.Channel != nil {
 			refs = append(refs, ref{tool.Channel, "approval", tool.Path + ".approval_channel"})
 		}
 		if s.UI != nil && s.UI.ConsentChannel.Value != "" {
@@ -254,7 +260,7 @@ func (c *compilation) check(p *Policy) {
 	for _, name := range slices.Sorted(maps.Keys(p.Servers)) {
 		s := p.Servers[name]
 		ch := globalChannel
-		if tool := s.Access[table.KindTool]; tool != nil && tool.Channel != nil {
+		if tool := s.Access[table.Tool.String()]; tool != nil && tool.Channel != nil {
 			ch = tool.Channel
 		}
 		served[name] = reaches(ch)
@@ -294,7 +300,7 @@ func (c *compilation) check(p *Policy) {
 	}
 	all := slices.Sorted(maps.Keys(p.Servers))
 	for _, name := range all {
-		checkApprovals(p.Servers[name].Access[table.KindTool], []string{name})
+		checkApprovals(p.Servers[name].Access[table.Tool.String()], []string{name})
 		if strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
 			// The gateway names a tool <server>__<tool> and splits at the
 			// first "__": such a server's tools would not round-trip.
@@ -308,7 +314,7 @@ func (c *compilation) check(p *Policy) {
 		for _, sname := range slices.Sorted(maps.Keys(sc.Servers)) {
 			ss := sc.Servers[sname]
 			if sname == table.AllServers {
-				checkApprovals(ss.Access[table.KindTool], all)
+				checkApprovals(ss.Access[table.Tool.String()], all)
 				continue
 			}
 			if _, ok := p.Servers[sname]; !ok {
@@ -318,7 +324,7 @@ func (c *compilation) check(p *Policy) {
 					Suggestion: suggestion("check the name; defined servers are", all)})
 				continue
 			}
-			checkApprovals(ss.Access[table.KindTool], []string{sname})
+			checkApprovals(ss.Access[table.Tool.String()], []string{sname})
 		}
 	}
 }

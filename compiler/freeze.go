@@ -26,13 +26,13 @@ func Freeze(p *Policy, src table.Source, serial uint64) *table.Table {
 	}
 	var globalTool *Access
 	if p.Global != nil && p.Global.Servers[table.AllServers] != nil {
-		globalTool = p.Global.Servers[table.AllServers].Access[table.KindTool]
+		globalTool = p.Global.Servers[table.AllServers].Access[table.Tool.String()]
 	}
 	for name, s := range p.Servers {
 		var ts table.Server
 		for _, k := range Kinds {
 			a := baseAccess(p, s, k)
-			if k == table.KindTool {
+			if k == table.Tool.String() {
 				a.ApprovalTimeoutSeconds = DefaultApprovalTimeout
 				if src := s.Access[k]; src != nil && src.Timeout > 0 {
 					a.ApprovalTimeoutSeconds = src.Timeout
@@ -73,11 +73,11 @@ func Freeze(p *Policy, src table.Source, serial uint64) *table.Table {
 
 func setKind(s *table.Server, kind string, a *table.Access) {
 	switch kind {
-	case table.KindTool:
+	case table.Tool.String():
 		s.Tool = a
-	case table.KindPrompt:
+	case table.Prompt.String():
 		s.Prompt = a
-	case table.KindResource:
+	case table.Resource.String():
 		s.Resource = a
 	}
 }
@@ -85,7 +85,7 @@ func setKind(s *table.Server, kind string, a *table.Access) {
 // baseAccess is a server's own rules for a kind, with the default resolved:
 // the server's default, else the policy's default for the kind, else deny.
 func baseAccess(p *Policy, s *Server, kind string) *table.Access {
-	a := &table.Access{Default: table.Deny, Rules: []table.Rule{}}
+	a := &table.Access{Default: table.Deny.String(), Rules: []table.Rule{}}
 	if d, ok := p.Defaults[kind]; ok {
 		a.Default, a.DefaultOrigin = d.Value, d.Pos.Origin()
 	}
@@ -104,9 +104,9 @@ func baseAccess(p *Policy, s *Server, kind string) *table.Access {
 // nothing away unless it has an allow_list, which restricts it to the names
 // on the list.
 func narrowAccess(src *Access) *table.Access {
-	a := &table.Access{Default: table.Allow, Rules: rules(src), ApprovalTimeoutSeconds: src.Timeout}
+	a := &table.Access{Default: table.Allow.String(), Rules: rules(src), ApprovalTimeoutSeconds: src.Timeout}
 	if src.Allow != nil {
-		a.Default, a.DefaultOrigin = table.Deny, src.Allow.Pos.Origin()
+		a.Default, a.DefaultOrigin = table.Deny.String(), src.Allow.Pos.Origin()
 	}
 	return a
 }
@@ -155,7 +155,7 @@ func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
 	items := []table.Item{}
 	principals := rt.Principals()
 	for it := range cat.Items() {
-		kind, ok := decide.ParseKind(it.Kind)
+		kind, ok := table.ParseKind(it.Kind)
 		if !ok {
 			return nil, fmt.Errorf("catalogue item %s %q: unknown kind %q", it.Server, it.Name, it.Kind)
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // Kinds in the order they are reported.
-var Kinds = []string{table.KindTool, table.KindPrompt, table.KindResource}
+var Kinds = []string{table.Tool.String(), table.Prompt.String(), table.Resource.String()}
 
 // Policy is a checked policy: what the sources say, with every value's
 // position, before it is frozen into a table.
@@ -112,11 +112,11 @@ type Entry struct {
 func listEffect(key string) string {
 	switch key {
 	case "deny_list":
-		return table.Deny
+		return table.Deny.String()
 	case "approval_list":
-		return table.Approve
+		return table.Approve.String()
 	}
-	return table.Allow
+	return table.Allow.String()
 }
 
 // decoder reads the evaluated user value into a Policy. It assumes the

@@ -65,7 +65,7 @@ type RuleReach struct {
 	// Server is the server of the block, or table.AllServers.
 	Server string
 	Kind   string
-	// Effect is table.Deny, table.Approve or table.Allow.
+	// Effect is table.Deny.String(), table.Approve.String() or table.Allow.String().
 	Effect string
 	// Index is the rule's position in its frozen block (deny, approve,
 	// allow, each in source order).
@@ -134,15 +134,17 @@ const (
 
 func effectOf(s string) effect {
 	switch s {
-	case table.Deny:
+	case table.Deny.String():
 		return effDeny
-	case table.Approve:
+	case table.Approve.String():
 		return effApprove
 	}
 	return effAllow
 }
 
-func (e effect) String() string { return [...]string{table.Deny, table.Approve, table.Allow}[e] }
+func (e effect) String() string {
+	return [...]string{table.Deny.String(), table.Approve.String(), table.Allow.String()}[e]
+}
 
 // verb says what a decision of e does to a name.
 func (e effect) verb() string {
@@ -639,7 +641,7 @@ func (a *analyzer) decides(st []*rblock, j int, r *rrule, server, name string) b
 }
 
 func (a *analyzer) uiPass(kind, server, name string) bool {
-	return kind != table.KindResource || a.ui[server].pass(name)
+	return kind != table.Resource.String() || a.ui[server].pass(name)
 }
 
 // query is a Witness search for names matched by r: the patterns that may
@@ -666,7 +668,7 @@ func (a *analyzer) newQuery(st []*rblock, j int, r *rrule, server string) *query
 			q.idx[i][k] = q.add(r, o)
 		}
 	}
-	if st[j].kind == table.KindResource {
+	if st[j].kind == table.Resource.String() {
 		q.ui = true
 		q.uiAt = len(q.pats)
 		q.pats = append(q.pats, a.uiAll)
@@ -1019,7 +1021,7 @@ func (a *analyzer) reportLost(r *rrule, rr RuleReach, lost string, taker *rrule)
 // reportUIPartial reports a server's resource allow entry that admits ui://
 // URIs the server's ui allowlist does not.
 func (a *analyzer) reportUIPartial(b *rblock, r *rrule, rr RuleReach) {
-	if b.narrowing || b.kind != table.KindResource || r.eff != effAllow {
+	if b.narrowing || b.kind != table.Resource.String() || r.eff != effAllow {
 		return
 	}
 	n, ok := a.uiDenied(b, r)
@@ -1058,7 +1060,7 @@ func (a *analyzer) reportDead(b *rblock, r *rrule, example, server string, c *cl
 		on = " on " + server
 	}
 	// ignoringUI: would r decide if the ui:// check let everything pass?
-	if b.kind == table.KindResource && r.eff != effDeny && !b.narrowing {
+	if b.kind == table.Resource.String() && r.eff != effDeny && !b.narrowing {
 		if n, s, ok := a.searchOthers(b, r, func(st []*rblock, j int, effOf func(i int) effect, _ bool) bool {
 			return combine(st, j, r.eff, effOf, true)
 		}); ok {
@@ -1174,7 +1176,7 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 		if sc == nil || sc.Servers[server] == nil {
 			return nil
 		}
-		return sc.Servers[server].Access[table.KindTool]
+		return sc.Servers[server].Access[table.Tool.String()]
 	}
 	check := func(holder *Access, sc *Scope, targets []string) {
 		if holder == nil || holder.Approval == nil || len(holder.Approval.Entries) == 0 {
@@ -1189,7 +1191,7 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 				continue
 			}
 			src := source{seconds: DefaultApprovalTimeout, pos: holder.Approval.Pos, path: holder.Approval.Path, implicit: true}
-			if base := srv.Access[table.KindTool]; base != nil && base.Timeout > 0 {
+			if base := srv.Access[table.Tool.String()]; base != nil && base.Timeout > 0 {
 				src = source{seconds: base.Timeout, pos: base.TimeoutPos, path: base.Path + ".approval_timeout_seconds"}
 			}
 			shorter := func(acc *Access) {
@@ -1217,7 +1219,7 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 		}
 	}
 	for _, s := range servers {
-		check(p.Servers[s].Access[table.KindTool], nil, []string{s})
+		check(p.Servers[s].Access[table.Tool.String()], nil, []string{s})
 	}
 	for _, sc := range p.scopes() {
 		for _, key := range slices.Sorted(maps.Keys(sc.Servers)) {

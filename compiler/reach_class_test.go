@@ -177,13 +177,13 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 	var reachable, unreachable int
 	for _, rr := range res.Rules {
 		blk, fr := frozenRule(t, tab, rr)
-		kind, _ := decide.ParseKind(rr.Kind)
-		narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
+		kind, _ := table.ParseKind(rr.Kind)
+		narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow.String()
 		// u<i>'s approval of t<i%6> decides exactly when u<i> is not in
 		// g<i%6>; every other rule decides for someone.
 		want := Reachable
 		var i int
-		if _, err := fmt.Sscanf(rr.Scope, "principal:u%d", &i); err == nil && rr.Effect == table.Approve && i>>(i%6)&1 == 1 {
+		if _, err := fmt.Sscanf(rr.Scope, "principal:u%d", &i); err == nil && rr.Effect == table.Approve.String() && i>>(i%6)&1 == 1 {
 			want = Unreachable
 		}
 		if rr.Status != want {

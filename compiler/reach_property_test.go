@@ -66,7 +66,7 @@ func (g *propGen) list(path, key, kind string) *List {
 	l := &List{Key: key, Path: path + "." + key, Pos: g.pos()}
 	for range g.r.IntN(4) {
 		pat := propGlob(g.r)
-		if kind == table.KindResource {
+		if kind == table.Resource.String() {
 			pat = propResourceGlob(g.r)
 		}
 		l.Entries = append(l.Entries, Entry{Pattern: pat, Glob: glob.MustParse(pat), Pos: g.pos(), Index: len(l.Entries)})
@@ -80,11 +80,11 @@ func (g *propGen) access(path, kind string, narrowing bool) *Access {
 	}
 	a := &Access{Path: path + "." + kind, Pos: g.pos()}
 	if !narrowing && g.r.IntN(2) == 0 {
-		a.Default = &Setting{Value: []string{table.Allow, table.Deny}[g.r.IntN(2)], Pos: g.pos()}
+		a.Default = &Setting{Value: []string{table.Allow.String(), table.Deny.String()}[g.r.IntN(2)], Pos: g.pos()}
 	}
 	a.Deny = g.list(a.Path, "deny_list", kind)
 	a.Allow = g.list(a.Path, "allow_list", kind)
-	if kind == table.KindTool {
+	if kind == table.Tool.String() {
 		a.Approval = g.list(a.Path, "approval_list", kind)
 	}
 	return a
@@ -102,7 +102,7 @@ func (g *propGen) scopeServer(path string, narrowKinds []string) *ScopeServer {
 
 func (g *propGen) policy() *Policy {
 	r := g.r
-	kinds := []string{table.KindTool, table.KindResource}
+	kinds := []string{table.Tool.String(), table.Resource.String()}
 	p := &Policy{
 		Defaults:   map[string]Setting{},
 		Channels:   map[string]*Channel{"page": {Name: "page", Kind: table.ChannelApprovalsPage, ReachesHuman: true}},
@@ -111,10 +111,10 @@ func (g *propGen) policy() *Policy {
 		Principals: map[string]*Scope{},
 	}
 	if r.IntN(2) == 0 {
-		p.Defaults[table.KindTool] = Setting{Value: table.Allow, Pos: g.pos()}
+		p.Defaults[table.Tool.String()] = Setting{Value: table.Allow.String(), Pos: g.pos()}
 	}
 	if r.IntN(3) == 0 {
-		p.Defaults[table.KindResource] = Setting{Value: table.Allow, Pos: g.pos()}
+		p.Defaults[table.Resource.String()] = Setting{Value: table.Allow.String(), Pos: g.pos()}
 	}
 	for _, name := range []string{"s1", "s2"}[:1+r.IntN(2)] {
 		s := &Server{Name: name, Pos: g.pos(), Access: map[string]*Access{}}
@@ -219,12 +219,12 @@ func frozenRule(t *testing.T, tab *table.Table, rr RuleReach) (*table.Access, *t
 // allow when narrowAllow) decides name for principal on server, per the
 // decide. Reachability is about names as written: a witness URI that is
 // not in normal form (say "ui://b/") is decided as written.
-func decidesOracle(rt *decide.Table, blk *table.Access, fr *table.Rule, scope string, narrowAllow bool, principal, server string, kind decide.Kind, name string) bool {
+func decidesOracle(rt *decide.Table, blk *table.Access, fr *table.Rule, scope string, narrowAllow bool, principal, server string, kind table.Kind, name string) bool {
 	d := rt.DecideWritten(principal, server, kind, name)
 	if !narrowAllow {
 		return d.Rule == fr
 	}
-	if d.Effect == decide.Deny || !slices.Contains(rt.Explain(principal, server, kind, name).Scopes, scope) {
+	if d.Effect == table.Deny || !slices.Contains(rt.Explain(principal, server, kind, name).Scopes, scope) {
 		return false
 	}
 	for i := range blk.Rules {
@@ -272,8 +272,8 @@ func TestReachProperty(t *testing.T) {
 		}
 		for _, rr := range res.Rules {
 			blk, fr := frozenRule(t, tab, rr)
-			kind, _ := decide.ParseKind(rr.Kind)
-			narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow
+			kind, _ := table.ParseKind(rr.Kind)
+			narrowAllow := rr.Scope != ServerScope && rr.Effect == table.Allow.String()
 			// ui-resource-denied also warns about a reachable allow entry
 			// that admits some ui:// URIs the ui allowlist does not.
 			hasDead, hasDeadOnly := false, false

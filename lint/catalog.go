@@ -96,7 +96,7 @@ func (c *catalogueCheck) add(d compiler.Diagnostic) { c.diags = append(c.diags, 
 func (c *catalogueCheck) patterns() {
 	check := func(server, kind string, a *compiler.Access) {
 		snap := c.cat.Current.Servers[server]
-		if a == nil || snap == nil || kind == table.KindResource && len(snap.ResourceTemplates) > 0 {
+		if a == nil || snap == nil || kind == table.Resource.String() && len(snap.ResourceTemplates) > 0 {
 			return
 		}
 		names := c.cat.Current.ItemNames(server, kind)
@@ -145,7 +145,7 @@ func matchesAny(e compiler.Entry, names []string) bool {
 // item reports a catalogued item that no rule names, and for tools what
 // their annotations suggest about the decisions of every principal.
 func (c *catalogueCheck) item(it catalog.Item) {
-	kind, ok := decide.ParseKind(it.Kind)
+	kind, ok := table.ParseKind(it.Kind)
 	if !ok {
 		return
 	}
@@ -175,8 +175,8 @@ func (c *catalogueCheck) item(it catalog.Item) {
 	byOrigin := map[decider][]string{}
 	var order []decider
 	for _, pr := range c.principals {
-		d := c.rt.Decide(pr, it.Server, decide.Tool, it.Name)
-		if destroy && d.Effect != decide.Allow || readOnly && d.Effect != decide.Approve {
+		d := c.rt.Decide(pr, it.Server, table.Tool, it.Name)
+		if destroy && d.Effect != table.Allow || readOnly && d.Effect != table.Approve {
 			continue
 		}
 		k := decider{origin: d.Origin}
@@ -195,12 +195,12 @@ func (c *catalogueCheck) item(it catalog.Item) {
 		if destroy {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
 				Message: fmt.Sprintf("%s tool %s may be destructive by its annotations (%s) and is allowed without approval %s by %s",
-					it.Server, clip.Quote(it.Name), hints(it.Tool), who, decidedBy(origin, table.Allow, k.pattern)),
+					it.Server, clip.Quote(it.Name), hints(it.Tool), who, decidedBy(origin, table.Allow.String(), k.pattern)),
 				Suggestion: fmt.Sprintf("put %s on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", clip.Quote(it.Name), it.Server)})
 		} else {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeApprovalOnReadOnly, Severity: compiler.Info,
 				Message: fmt.Sprintf("%s tool %s is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
-					it.Server, clip.Quote(it.Name), who, decidedBy(origin, table.Approve, k.pattern)),
+					it.Server, clip.Quote(it.Name), who, decidedBy(origin, table.Approve.String(), k.pattern)),
 				Suggestion: fmt.Sprintf("allow %s instead, if you trust the server's hint; keep the approval if you do not", clip.Quote(it.Name))})
 		}
 	}
@@ -266,7 +266,7 @@ func (c *catalogueCheck) schemas() {
 			continue
 		}
 		d := "allowed"
-		if kind, ok := decide.ParseKind(it.Kind); ok {
+		if kind, ok := table.ParseKind(it.Kind); ok {
 			d = c.rt.Decide("", it.Server, kind, it.Name).Effect.String()
 		}
 		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeInputSchemaChanged, Severity: compiler.Warning,
@@ -309,7 +309,7 @@ func decidedBy(origin, effect, pattern string) string {
 		return "the default at " + origin
 	}
 	list := "allow_list"
-	if effect == table.Approve {
+	if effect == table.Approve.String() {
 		list = "approval_list"
 	}
 	return fmt.Sprintf("%s entry %s at %s", list, clip.Quote(pattern), origin)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // ClaudeCodeSettings is the part of a Claude Code settings file an export
@@ -49,11 +50,11 @@ func claudeTool(s string) bool {
 func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Export, error) {
 	ex := &Export{}
 	perms := ClaudeCodePermissions{Allow: []string{}, Ask: []string{}, Deny: []string{}}
-	add := func(e decide.Effect, rule string) {
+	add := func(e table.Effect, rule string) {
 		switch e {
-		case decide.Deny:
+		case table.Deny:
 			perms.Deny = append(perms.Deny, rule)
-		case decide.Approve:
+		case table.Approve:
 			perms.Ask = append(perms.Ask, rule)
 		default:
 			perms.Allow = append(perms.Allow, rule)
@@ -62,12 +63,12 @@ func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Expor
 	for _, p := range plans(t, cat, principal) {
 		if !claudeServer(p.server) {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: a server name containing \"__\" cannot start a Claude Code rule (mcp__<server>__<tool> splits at the first \"__\"); Claude Code asks about every tool of it", p.server))
-			if p.constant && p.effect == decide.Deny || !p.constant && p.minUnlisted() == decide.Deny {
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
+			if p.constant && p.effect == table.Deny || !p.constant && p.minUnlisted() == table.Deny {
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: table.Deny, Host: table.Approve})
 			}
 			for _, n := range p.names {
-				if p.decisions[n] == decide.Deny {
-					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: decide.Deny, Host: decide.Approve})
+				if p.decisions[n] == table.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: table.Deny, Host: table.Approve})
 				}
 			}
 			continue
@@ -81,25 +82,25 @@ func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Expor
 			continue
 		}
 		min := p.minUnlisted()
-		if min == decide.Deny && !p.catalogued && len(p.globs[decide.Deny]) > 0 {
-			add(decide.Deny, whole)
+		if min == table.Deny && !p.catalogued && len(p.globs[table.Deny]) > 0 {
+			add(table.Deny, whole)
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: the deny pattern(s) %s cannot be written as Claude Code rules, and no catalogue lists the server's tools to expand them over: the whole server is denied (stricter). Run 'policyc catalog pull' and export with --catalog to decide tool by tool",
-				p.server, quoteList(p.globs[decide.Deny], 3)))
+				p.server, quoteList(p.globs[table.Deny], 3)))
 			continue
 		}
-		serverAllow := min == decide.Allow
+		serverAllow := min == table.Allow
 		if serverAllow {
-			add(decide.Allow, whole)
+			add(table.Allow, whole)
 		}
 		for _, n := range p.names {
 			e := p.decisions[n]
-			if serverAllow && e == decide.Allow {
+			if serverAllow && e == table.Allow {
 				continue
 			}
 			if !claudeTool(n) {
 				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: tool %q cannot be named in a Claude Code rule; Claude Code asks about it, the table %s it", p.server, n, effectWord(e)))
-				if e == decide.Deny {
-					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: e, Host: decide.Approve})
+				if e == table.Deny {
+					ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: e, Host: table.Approve})
 				}
 				continue
 			}
@@ -110,12 +111,12 @@ func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Expor
 		}
 		// Claude Code asks about every tool no rule lists.
 		outside := p.outside()
-		if p.unlisted[decide.Deny] {
+		if p.unlisted[table.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, and cannot deny them without denying the whole server; the table denies %s", p.server, outside, denyReason(p)))
-			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: table.Deny, Host: table.Approve})
 		}
-		if p.unlisted[decide.Allow] {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[decide.Allow])))
+		if p.unlisted[table.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Claude Code asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[table.Allow])))
 		}
 	}
 	ex.unknownServers("Claude Code")
@@ -140,7 +141,7 @@ func globHint(gs []string) string {
 
 // denyReason says which tools no rule lists the table denies.
 func denyReason(p *plan) string {
-	gs := p.globs[decide.Deny]
+	gs := p.globs[table.Deny]
 	switch {
 	case len(gs) > 0 && p.defaultDeny:
 		return "those matching its deny pattern(s) " + quoteList(gs, 3) + ", and the others by default"
@@ -162,38 +163,38 @@ func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*E
 	for _, p := range plans(t, cat, principal) {
 		if p.constant {
 			switch p.effect {
-			case decide.Allow:
+			case table.Allow:
 				list = append(list, p.server+":*")
-			case decide.Deny:
+			case table.Deny:
 				what := "denies every tool of it"
 				if !p.inTable {
 					what = "does not know it, so it denies every tool of it"
 				}
 				ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny; the table %s: left off the allowlist, so Cursor asks before each call", p.server, what))
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: table.Deny, Host: table.Approve})
 			}
 			continue
 		}
 		var denied []string
 		for _, n := range p.names {
 			switch p.decisions[n] {
-			case decide.Allow:
+			case table.Allow:
 				list = append(list, p.server+":"+n)
-			case decide.Deny:
+			case table.Deny:
 				denied = append(denied, n)
-				ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: decide.Deny, Host: decide.Approve})
+				ex.Looser = append(ex.Looser, Looser{Server: p.server, Tool: n, Table: table.Deny, Host: table.Approve})
 			}
 		}
 		if len(denied) > 0 {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny %s: left off the allowlist, so Cursor asks before each call", p.server, quoteList(denied, 5)))
 		}
 		outside := p.outside()
-		if p.unlisted[decide.Deny] {
+		if p.unlisted[table.Deny] {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s; the table denies %s", p.server, outside, denyReason(p)))
-			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: decide.Deny, Host: decide.Approve})
+			ex.Looser = append(ex.Looser, Looser{Server: p.server, Table: table.Deny, Host: table.Approve})
 		}
-		if p.unlisted[decide.Allow] {
-			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[decide.Allow])))
+		if p.unlisted[table.Allow] {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor asks about %s, some of which the table allows%s (stricter)", p.server, outside, globHint(p.globs[table.Allow])))
 		}
 	}
 	ex.unknownServers("Cursor")
@@ -223,7 +224,7 @@ func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*E
 // denies.
 func (ex *Export) unknownServers(host string) {
 	ex.Notes = append(ex.Notes, fmt.Sprintf("servers the table and the catalogue do not name: %s asks about their tools; the table denies them", host))
-	ex.Looser = append(ex.Looser, Looser{Table: decide.Deny, Host: decide.Approve})
+	ex.Looser = append(ex.Looser, Looser{Table: table.Deny, Host: table.Approve})
 }
 
 func encodeJSON(v any) ([]byte, error) {

@@ -33,7 +33,7 @@ type Looser struct {
 	// Tool is the tool, or "" for the tools of Server no rule lists.
 	Tool string
 	// Table and Host are the two answers.
-	Table, Host decide.Effect
+	Table, Host table.Effect
 }
 
 // Export is the outcome of an export.
@@ -58,17 +58,17 @@ type plan struct {
 	// constant is set when every tool of the server gets the same
 	// decision, effect.
 	constant bool
-	effect   decide.Effect
+	effect   table.Effect
 	// names are the tools decided one by one: the catalogued ones and the
 	// literal patterns of the rules. decisions holds their decisions.
 	names     []string
-	decisions map[string]decide.Effect
+	decisions map[string]table.Effect
 	// catalogued is set when the server has a catalogue snapshot.
 	catalogued bool
 	// unlisted is the set of decisions a tool outside names may get.
-	unlisted map[decide.Effect]bool
+	unlisted map[table.Effect]bool
 	// globs are the non-literal patterns that decide, by effect, for notes.
-	globs map[decide.Effect][]string
+	globs map[table.Effect][]string
 	// defaultDeny is set when a layer denies what its rules do not name.
 	defaultDeny bool
 }
@@ -102,24 +102,24 @@ func plans(t *decide.Table, cat *catalog.Catalog, principal string) []*plan {
 }
 
 func analyse(t *decide.Table, cat *catalog.Catalog, principal, server string) *plan {
-	p := &plan{server: server, decisions: map[string]decide.Effect{}, unlisted: map[decide.Effect]bool{}, globs: map[decide.Effect][]string{}}
+	p := &plan{server: server, decisions: map[string]table.Effect{}, unlisted: map[table.Effect]bool{}, globs: map[table.Effect][]string{}}
 	_, p.inTable = t.Source().Servers[server]
 	if cat != nil && cat.Servers[server] != nil {
 		p.catalogued = true
 	}
 	if !p.inTable {
-		p.constant, p.effect = true, decide.Deny
+		p.constant, p.effect = true, table.Deny
 		return p
 	}
 	layers := toolLayers(t.Source(), principal, server)
 	named := map[string]bool{}
 	uniform := true
 	for _, l := range layers {
-		def, _ := decide.ParseEffect(l.Default)
+		def, _ := table.ParseEffect(l.Default)
 		p.unlisted[def] = true
-		p.defaultDeny = p.defaultDeny || def == decide.Deny
+		p.defaultDeny = p.defaultDeny || def == table.Deny
 		for _, r := range l.Rules {
-			e, _ := decide.ParseEffect(r.Effect)
+			e, _ := table.ParseEffect(r.Effect)
 			if e != def {
 				uniform = false
 			}
@@ -137,17 +137,17 @@ func analyse(t *decide.Table, cat *catalog.Catalog, principal, server string) *p
 	}
 	if uniform {
 		p.constant = true
-		p.effect = t.Decide(principal, server, decide.Tool, "").Effect
+		p.effect = t.Decide(principal, server, table.Tool, "").Effect
 		return p
 	}
 	if p.catalogued {
-		for _, n := range cat.ItemNames(server, table.KindTool) {
+		for _, n := range cat.ItemNames(server, table.Tool.String()) {
 			named[n] = true
 		}
 	}
 	for n := range named {
 		p.names = append(p.names, n)
-		p.decisions[n] = t.Decide(principal, server, decide.Tool, n).Effect
+		p.decisions[n] = t.Decide(principal, server, table.Tool, n).Effect
 	}
 	sort.Strings(p.names)
 	return p
@@ -174,21 +174,21 @@ func toolLayers(src *table.Table, principal, server string) []*table.Access {
 }
 
 // minUnlisted is the least access a tool outside the plan's names may get.
-func (p *plan) minUnlisted() decide.Effect {
-	for _, e := range []decide.Effect{decide.Deny, decide.Approve, decide.Allow} {
+func (p *plan) minUnlisted() table.Effect {
+	for _, e := range []table.Effect{table.Deny, table.Approve, table.Allow} {
 		if p.unlisted[e] {
 			return e
 		}
 	}
-	return decide.Allow
+	return table.Allow
 }
 
 // effectWord names an effect in the words of the notes.
-func effectWord(e decide.Effect) string {
+func effectWord(e table.Effect) string {
 	switch e {
-	case decide.Deny:
+	case table.Deny:
 		return "denies"
-	case decide.Approve:
+	case table.Approve:
 		return "holds for approval"
 	}
 	return "allows"

@@ -82,7 +82,7 @@ func testCatalog() *catalog.Catalog {
 // "mcp__server__tool" that one tool; deny rules are checked first, then
 // ask, then allow, and the first match decides; a tool no rule matches is
 // asked about (the default mode).
-func claudeDecide(p ClaudeCodePermissions, server, tool string) decide.Effect {
+func claudeDecide(p ClaudeCodePermissions, server, tool string) table.Effect {
 	match := func(rule string) bool {
 		rest, ok := strings.CutPrefix(rule, "mcp__")
 		if !ok {
@@ -93,23 +93,23 @@ func claudeDecide(p ClaudeCodePermissions, server, tool string) decide.Effect {
 	}
 	switch {
 	case slices.ContainsFunc(p.Deny, match):
-		return decide.Deny
+		return table.Deny
 	case slices.ContainsFunc(p.Ask, match):
-		return decide.Approve
+		return table.Approve
 	case slices.ContainsFunc(p.Allow, match):
-		return decide.Allow
+		return table.Allow
 	}
-	return decide.Approve
+	return table.Approve
 }
 
 // cursorDecide is Cursor's documented matching of permissions.json: an
 // mcpAllowlist entry "server:tool" lets that tool run without approval,
 // "server:*" every tool of the server; any other MCP tool asks.
-func cursorDecide(allow []string, server, tool string) decide.Effect {
+func cursorDecide(allow []string, server, tool string) table.Effect {
 	if slices.Contains(allow, server+":"+tool) || slices.Contains(allow, server+":*") {
-		return decide.Allow
+		return table.Allow
 	}
-	return decide.Approve
+	return table.Approve
 }
 
 func parseCursor(t *testing.T, b []byte) []string {
@@ -167,10 +167,10 @@ func TestExportEquivalencePerCatalogedTool(t *testing.T) {
 			allow := parseCursor(t, cu.File)
 			checked := 0
 			for it := range cat.Items() {
-				if it.Kind != table.KindTool {
+				if it.Kind != table.Tool.String() {
 					continue
 				}
-				want := rt.Decide(principal, it.Server, decide.Tool, it.Name).Effect
+				want := rt.Decide(principal, it.Server, table.Tool, it.Name).Effect
 				got := claudeDecide(settings.Permissions, it.Server, it.Name)
 				switch {
 				case got > want && !reported(cc.Looser, it.Server, it.Name):
@@ -182,7 +182,7 @@ func TestExportEquivalencePerCatalogedTool(t *testing.T) {
 				if got > want && !reported(cu.Looser, it.Server, it.Name) {
 					t.Errorf("cursor %s %s: host %s, table %s, and the export does not report it", it.Server, it.Name, got, want)
 				}
-				if want == decide.Allow && got != decide.Allow {
+				if want == table.Allow && got != table.Allow {
 					t.Errorf("cursor %s %s: the table allows it but the allowlist does not", it.Server, it.Name)
 				}
 				checked++
@@ -267,7 +267,7 @@ func TestExportWithoutCatalogueIsStricter(t *testing.T) {
 	names := []string{"get_issue", "search", "drop_x", "delete_repo", "new_tool", "wipe", "read", "x", "pay_x"}
 	for _, server := range []string{"github", "memory", "linear", "fs", "notes", "odd__name", "payments", "unknown"} {
 		for _, n := range names {
-			want := rt.Decide("", server, decide.Tool, n).Effect
+			want := rt.Decide("", server, table.Tool, n).Effect
 			if got := claudeDecide(s.Permissions, server, n); got > want && !reported(ex.Looser, server, n) {
 				t.Errorf("claude-code %s %s: host %s > table %s, unreported", server, n, got, want)
 			}

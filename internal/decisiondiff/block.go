@@ -16,7 +16,7 @@ import (
 type block struct {
 	old, new *table.Table
 	server   string
-	kind     decide.Kind
+	kind     table.Kind
 	class    class
 	opts     Options
 	bounds   glob.Search // the comparison's budget
@@ -64,14 +64,14 @@ type layer struct {
 	id string
 	// scope is the scope's name as decisions report it.
 	scope     string
-	def       decide.Effect
+	def       table.Effect
 	defOrigin string
 	rules     []rule
 }
 
 type rule struct {
 	pat int
-	eff decide.Effect
+	eff table.Effect
 	src *table.Rule
 }
 
@@ -83,7 +83,7 @@ type uiModel struct {
 func (b *block) compare(rep *Report) error {
 	b.index = map[string]int{}
 	b.uiAny = -1
-	if b.kind == decide.Resource {
+	if b.kind == table.Resource {
 		if _, err := b.pattern("ui://*"); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func (b *block) regions() (regions []int, whole bool) {
 		}
 		type pair struct {
 			pat int
-			eff decide.Effect
+			eff table.Effect
 		}
 		count := map[pair]int{}
 		for _, r := range lo.rules {
@@ -315,12 +315,12 @@ func (b *block) principals() []string {
 }
 
 // eval decides the match vector b.v with the model of side s.
-func (b *block) eval(s int) decide.Effect {
+func (b *block) eval(s int) table.Effect {
 	m := &b.sides[s]
 	if !m.exists {
-		return decide.Deny
+		return table.Deny
 	}
-	d := decide.Allow + 1
+	d := table.Allow + 1
 	for _, l := range m.layers {
 		e := l.def
 		for _, r := range l.rules {
@@ -333,16 +333,16 @@ func (b *block) eval(s int) decide.Effect {
 			d = e
 		}
 	}
-	if b.uiAny >= 0 && d != decide.Deny && b.v[b.uiAny] {
+	if b.uiAny >= 0 && d != table.Deny && b.v[b.uiAny] {
 		if m.ui == nil || !m.ui.consent {
-			return decide.Deny
+			return table.Deny
 		}
 		admitted := false
 		for _, i := range m.ui.entries {
 			admitted = admitted || b.v[i]
 		}
 		if !admitted {
-			return decide.Deny
+			return table.Deny
 		}
 	}
 	return d
@@ -352,10 +352,10 @@ func (b *block) eval(s int) decide.Effect {
 func (b *block) decide(s int) Decision {
 	m := &b.sides[s]
 	if !m.exists {
-		return Decision{Effect: table.Deny, Reason: decide.UnknownServer.String()}
+		return Decision{Effect: table.Deny.String(), Reason: decide.UnknownServer.String()}
 	}
 	var d Decision
-	best := decide.Allow + 1
+	best := table.Allow + 1
 	for _, l := range m.layers {
 		e, by := l.def, -1
 		for i, r := range l.rules {
@@ -374,7 +374,7 @@ func (b *block) decide(s int) Decision {
 			d.Reason, d.List, d.Pattern, d.Origin = decide.ByRule.String(), listName(r.Effect), r.Pattern, r.Origin
 		}
 	}
-	if b.uiAny >= 0 && best != decide.Deny && b.v[b.uiAny] {
+	if b.uiAny >= 0 && best != table.Deny && b.v[b.uiAny] {
 		admitted := false
 		if m.ui != nil {
 			for _, i := range m.ui.entries {
@@ -383,9 +383,9 @@ func (b *block) decide(s int) Decision {
 		}
 		switch {
 		case !admitted:
-			return Decision{Effect: table.Deny, Reason: decide.UINotAllowlisted.String()}
+			return Decision{Effect: table.Deny.String(), Reason: decide.UINotAllowlisted.String()}
 		case !m.ui.consent:
-			return Decision{Effect: table.Deny, Reason: decide.UINoConsent.String()}
+			return Decision{Effect: table.Deny.String(), Reason: decide.UINoConsent.String()}
 		}
 	}
 	return d
@@ -416,15 +416,15 @@ func (b *block) model(t *table.Table) (model, error) {
 	m := model{exists: exists}
 	var sig strings.Builder
 	add := func(scope, id string, a *table.Access) error {
-		def, ok := decide.ParseEffect(a.Default)
-		if !ok || def == decide.Approve {
+		def, ok := table.ParseEffect(a.Default)
+		if !ok || def == table.Approve {
 			return fmt.Errorf("table: server %q %s: invalid default %q", b.server, b.kind, a.Default)
 		}
 		l := layer{id: id, scope: scope, def: def, defOrigin: a.DefaultOrigin}
 		fmt.Fprintf(&sig, "[%s %s", id, a.Default)
 		for k := range a.Rules {
 			r := &a.Rules[k]
-			eff, ok := decide.ParseEffect(r.Effect)
+			eff, ok := table.ParseEffect(r.Effect)
 			if !ok {
 				return fmt.Errorf("table: server %q %s: invalid effect %q", b.server, b.kind, r.Effect)
 			}
@@ -466,7 +466,7 @@ func (b *block) model(t *table.Table) (model, error) {
 			}
 		}
 	}
-	if exists && b.kind == decide.Resource && s.UI != nil {
+	if exists && b.kind == table.Resource && s.UI != nil {
 		ch, ok := t.Channels[s.UI.ConsentChannel]
 		m.ui = &uiModel{consent: ok && ch.ReachesHuman}
 		var ui strings.Builder

@@ -29,7 +29,6 @@ import (
 	"strings"
 
 	"github.com/policyc/policyc/internal/glob"
-	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -37,7 +36,7 @@ import (
 // the catalogued items of a server, where a catalogue snapshot exists.
 // Every name it returns gets a row when its decision changes.
 type Items interface {
-	Names(server string, kind decide.Kind) []string
+	Names(server string, kind table.Kind) []string
 }
 
 // Options tune a comparison.
@@ -168,7 +167,7 @@ func Compare(so, sn *table.Table, opts Options) (*Report, error) {
 	search := glob.Search{Budget: glob.NewBudget(opts.Budget)}
 	principals := namedPrincipals(so, sn)
 	for _, server := range unionKeys(so.Servers, sn.Servers) {
-		for k := decide.Tool; k <= decide.Resource; k++ {
+		for k := table.Tool; k <= table.Resource; k++ {
 			for _, cl := range classes(so, sn, principals, server, k) {
 				b := &block{old: so, new: sn, server: server, kind: k, class: cl, opts: opts, bounds: search}
 				if err := b.compare(rep); err != nil {
@@ -220,7 +219,7 @@ func namedPrincipals(ts ...*table.Table) []string {
 
 // layerKeys names the scope blocks that apply to principal for server and
 // kind, in evaluation order.
-func layerKeys(t *table.Table, principal, server string, kind decide.Kind) string {
+func layerKeys(t *table.Table, principal, server string, kind table.Kind) string {
 	var b strings.Builder
 	for i := range t.Scopes {
 		sc := &t.Scopes[i]
@@ -239,7 +238,7 @@ func layerKeys(t *table.Table, principal, server string, kind decide.Kind) strin
 // classes partitions the principals by the scope blocks that apply to them
 // in either table. The anonymous class comes first and takes every named
 // principal that sees what it sees.
-func classes(so, sn *table.Table, principals []string, server string, kind decide.Kind) []class {
+func classes(so, sn *table.Table, principals []string, server string, kind table.Kind) []class {
 	key := func(p string) string {
 		return layerKeys(so, p, server, kind) + "|" + layerKeys(sn, p, server, kind)
 	}
@@ -297,16 +296,16 @@ func sortChanges(cs []Change) {
 }
 
 func kindRank(k string) int {
-	kind, _ := decide.ParseKind(k)
+	kind, _ := table.ParseKind(k)
 	return int(kind)
 }
 
 // listName is the policy key a rule of an effect is written under.
 func listName(effect string) string {
 	switch effect {
-	case table.Deny:
+	case table.Deny.String():
 		return "deny_list"
-	case table.Approve:
+	case table.Approve.String():
 		return "approval_list"
 	}
 	return "allow_list"

@@ -231,7 +231,7 @@ mcp_servers: slack: access: {
 // catalogue is a fixed catalogue snapshot.
 type catalogue map[string][]string
 
-func (c catalogue) Names(server string, kind decide.Kind) []string {
+func (c catalogue) Names(server string, kind table.Kind) []string {
 	return c[server+" "+kind.String()]
 }
 
@@ -476,7 +476,7 @@ func TestExhaustiveRandom(t *testing.T) {
 				reported[key{c.Server, c.Kind, c.Name, p}] = true
 				rowsFor[c.Server+" "+c.Kind+" "+p] = true
 			}
-			k, _ := decide.ParseKind(c.Kind)
+			k, _ := table.ParseKind(c.Kind)
 			// Rows are about the rules' decisions on names as written
 			// (DecideWritten): a URI's other readings are runtime's.
 			for _, p := range ps {
@@ -486,7 +486,7 @@ func TestExhaustiveRandom(t *testing.T) {
 			}
 		}
 		for _, server := range []string{"s1", "s2"} {
-			for _, kind := range []decide.Kind{decide.Tool, decide.Resource} {
+			for _, kind := range []table.Kind{table.Tool, table.Resource} {
 				for _, p := range principals {
 					// The anonymous class stands for principals whose own
 					// scopes do not touch this block.
@@ -547,7 +547,7 @@ func classOf(who string, ps []string) []string {
 
 // patternsOf lists the patterns of both tables that apply to principal on
 // server and kind.
-func patternsOf(old, new *table.Table, server string, kind decide.Kind, principal string) []string {
+func patternsOf(old, new *table.Table, server string, kind table.Kind, principal string) []string {
 	var out []string
 	for _, tt := range []*table.Table{old, new} {
 		collect := func(s table.Server) {
@@ -583,17 +583,17 @@ func dump(t *table.Table) string {
 var randPatterns = []string{"a", "b", "ab", "a:b", "a*", "*b", "a?", "?", "*", "[ab]*", "a*b", "*:*", "b:*", "[!a]*", "ui://a*", "ui://*", "??", "a[b:]"}
 
 func randomAccess(rng *rand.Rand, narrowing bool, allowApprove bool) *table.Access {
-	a := &table.Access{Default: table.Deny, Rules: []table.Rule{}}
+	a := &table.Access{Default: table.Deny.String(), Rules: []table.Rule{}}
 	if narrowing || rng.Intn(3) == 0 {
-		a.Default = table.Allow
+		a.Default = table.Allow.String()
 	}
 	if narrowing && rng.Intn(3) == 0 {
-		a.Default = table.Deny
+		a.Default = table.Deny.String()
 	}
 	n := rng.Intn(4)
-	effects := []string{table.Deny, table.Allow}
+	effects := []string{table.Deny.String(), table.Allow.String()}
 	if allowApprove {
-		effects = []string{table.Deny, table.Approve, table.Allow}
+		effects = []string{table.Deny.String(), table.Approve.String(), table.Allow.String()}
 	}
 	var rules []table.Rule
 	for i := 0; i < n; i++ {
@@ -618,7 +618,7 @@ func randomServer(rng *rand.Rand, narrowing bool) table.Server {
 		s.Resource = randomAccess(rng, narrowing, false)
 	}
 	if !narrowing {
-		s.Prompt = &table.Access{Default: table.Deny, Rules: []table.Rule{}}
+		s.Prompt = &table.Access{Default: table.Deny.String(), Rules: []table.Rule{}}
 		if rng.Intn(2) == 0 {
 			s.UI = &table.UI{AllowList: []string{[]string{"ui://a", "ui://a/", "ui://a*", "ui://b"}[rng.Intn(4)]}, Origin: "p.cue:9"}
 			if rng.Intn(3) > 0 {
@@ -732,11 +732,11 @@ func editRules(rng *rand.Rand, rules []table.Rule) []table.Rule {
 			out[i], out[i+1] = out[i+1], out[i]
 		}
 	default:
-		effects := []string{table.Deny, table.Approve, table.Allow}
+		effects := []string{table.Deny.String(), table.Approve.String(), table.Allow.String()}
 		out = append(out, table.Rule{Effect: effects[rng.Intn(3)], Pattern: randPatterns[rng.Intn(len(randPatterns))], Origin: "p.cue:99"})
 	}
 	sorted := []table.Rule{}
-	for _, e := range []string{table.Deny, table.Approve, table.Allow} {
+	for _, e := range []string{table.Deny.String(), table.Approve.String(), table.Allow.String()} {
 		for _, r := range out {
 			if r.Effect == e {
 				sorted = append(sorted, r)

@@ -17,7 +17,7 @@ type ruleKey struct {
 func rulesOf(t *table.Table) map[ruleKey][]string {
 	out := map[ruleKey][]string{}
 	addServer := func(scope, name string, s table.Server) {
-		for _, kind := range []string{table.KindTool, table.KindPrompt, table.KindResource} {
+		for _, kind := range []string{table.Tool.String(), table.Prompt.String(), table.Resource.String()} {
 			a := s.Kind(kind)
 			if a == nil {
 				continue
@@ -29,7 +29,7 @@ func rulesOf(t *table.Table) map[ruleKey][]string {
 		}
 		if s.UI != nil {
 			for _, p := range s.UI.AllowList {
-				k := ruleKey{scope, name, table.KindResource, "ui.allow_list", p}
+				k := ruleKey{scope, name, table.Resource.String(), "ui.allow_list", p}
 				out[k] = append(out[k], s.UI.Origin)
 			}
 		}

@@ -232,12 +232,12 @@ func (c *claudeImport) defaultMode(m jsonMember, path string) {
 
 func (c *claudeImport) rule(list string, r ClaudeRule, pos Pos) {
 	s := c.p.server(r.Server, Pos{})
-	a := s.kinds[table.KindTool]
+	a := s.kinds[table.Tool.String()]
 	if a == nil {
-		a = &access{def: table.Deny, why: "Claude Code asks about a tool no rule names; policyc has no asking default,\nso such tools are denied (stricter)."}
-		s.kinds[table.KindTool] = a
-		for _, k := range []string{table.KindPrompt, table.KindResource} {
-			s.kinds[k] = &access{def: table.Deny, why: fmt.Sprintf("Claude Code's permission rules do not cover %ss: denied, the policyc\ndefault. Allow the ones the gateway should serve here.", k)}
+		a = &access{def: table.Deny.String(), why: "Claude Code asks about a tool no rule names; policyc has no asking default,\nso such tools are denied (stricter)."}
+		s.kinds[table.Tool.String()] = a
+		for _, k := range []string{table.Prompt.String(), table.Resource.String()} {
+			s.kinds[k] = &access{def: table.Deny.String(), why: fmt.Sprintf("Claude Code's permission rules do not cover %ss: denied, the policyc\ndefault. Allow the ones the gateway should serve here.", k)}
 		}
 	}
 	e := entry{glob: "*", pos: pos, from: r.String()}

@@ -233,23 +233,23 @@ func (h *hangarImport) server(section string, k, v *yaml.Node) {
 	}
 	switch {
 	case tools == nil:
-		s.kinds[table.KindTool] = &access{def: table.Allow, why: "Hangar: no tools policy, so every tool is allowed."}
+		s.kinds[table.Tool.String()] = &access{def: table.Allow.String(), why: "Hangar: no tools policy, so every tool is allowed."}
 	case tools.Kind == yaml.SequenceNode:
 		h.notef(toolsKey, path+".tools", "a list of predefined tool schemas, not an access policy: every tool stays allowed, as in Hangar")
-		s.kinds[table.KindTool] = &access{def: table.Allow, why: "Hangar: tools lists predefined schemas, no access policy: every tool is allowed."}
+		s.kinds[table.Tool.String()] = &access{def: table.Allow.String(), why: "Hangar: tools lists predefined schemas, no access policy: every tool is allowed."}
 	default:
-		s.kinds[table.KindTool] = h.block(tools, path+".tools", table.KindTool)
+		s.kinds[table.Tool.String()] = h.block(tools, path+".tools", table.Tool.String())
 	}
 	for _, kb := range []struct {
 		kind string
 		node *yaml.Node
-	}{{table.KindPrompt, prompt}, {table.KindResource, resource}} {
+	}{{table.Prompt.String(), prompt}, {table.Resource.String(), resource}} {
 		if kb.node == nil {
 			why := fmt.Sprintf("Hangar: no access.%s block, so every %s is allowed.", kb.kind, kb.kind)
 			if accessKey == nil {
 				why = fmt.Sprintf("Hangar: no access block, so every %s is allowed.", kb.kind)
 			}
-			s.kinds[kb.kind] = &access{def: table.Allow, why: why}
+			s.kinds[kb.kind] = &access{def: table.Allow.String(), why: why}
 			continue
 		}
 		s.kinds[kb.kind] = h.block(kb.node, path+".access."+kb.kind, kb.kind)
@@ -295,14 +295,14 @@ func (h *hangarImport) block(n *yaml.Node, path, kind string) *access {
 		case "deny_list":
 			deny = h.patterns(kv.v, kpath)
 		case "approval_list":
-			if kind != table.KindTool {
+			if kind != table.Tool.String() {
 				h.errorf(kv.k, kpath, "use deny_list to withhold the item",
 					"approval_list under %s is refused: no approval hold exists on a fetch (policyc refuses it too, permanently)", kind)
 				continue
 			}
 			approval = h.patterns(kv.v, kpath)
 		case "approval_timeout_seconds":
-			if kind != table.KindTool {
+			if kind != table.Tool.String() {
 				h.notef(kv.k, kpath, "not carried over: no approval hold exists on a fetch")
 				continue
 			}
@@ -313,7 +313,7 @@ func (h *hangarImport) block(n *yaml.Node, path, kind string) *access {
 			}
 			a.timeout, a.timeoutPos = t, h.pos(kv.v)
 		case "approval_channel":
-			if kind != table.KindTool {
+			if kind != table.Tool.String() {
 				h.notef(kv.k, kpath, "not carried over: no approval hold exists on a fetch")
 				continue
 			}
@@ -324,10 +324,10 @@ func (h *hangarImport) block(n *yaml.Node, path, kind string) *access {
 	}
 	a.deny, a.approval, a.allow = deny, approval, allow
 	if len(allow) > 0 {
-		a.def = table.Deny
+		a.def = table.Deny.String()
 		a.why = fmt.Sprintf("Hangar: %s has an allow_list, so what no list names is denied.", path)
 	} else {
-		a.def = table.Allow
+		a.def = table.Allow.String()
 		a.why = fmt.Sprintf("Hangar: %s has no allow_list, so what no list names is allowed.", path)
 	}
 	return a

@@ -13,9 +13,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/policyc/policyc/compiler"
 	"sort"
 	"strings"
+
+	"github.com/policyc/policyc/compiler"
 
 	"cuelang.org/go/cue/format"
 
@@ -142,7 +143,7 @@ func (p *policy) server(name string, pos Pos) *server {
 
 func (p *policy) needsApprovals() bool {
 	for _, s := range p.servers {
-		if a := s.kinds[table.KindTool]; a != nil && len(a.approval) > 0 {
+		if a := s.kinds[table.Tool.String()]; a != nil && len(a.approval) > 0 {
 			return true
 		}
 	}
@@ -173,7 +174,7 @@ func (p *policy) cue() ([]byte, error) {
 			fmt.Fprintf(&b, "// %s\n", s.pos)
 		}
 		fmt.Fprintf(&b, "%s: access: {\n", quote(n))
-		for _, k := range []string{table.KindTool, table.KindPrompt, table.KindResource} {
+		for _, k := range []string{table.Tool.String(), table.Prompt.String(), table.Resource.String()} {
 			if a := s.kinds[k]; a != nil {
 				a.write(&b, k)
 			}

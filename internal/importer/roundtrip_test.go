@@ -43,16 +43,16 @@ func anyMatch(name string, pats []string) bool {
 	return slices.ContainsFunc(pats, func(p string) bool { return fnmatch(name, p) })
 }
 
-func (h hangarPolicy) decide(name string) decide.Effect {
+func (h hangarPolicy) decide(name string) table.Effect {
 	switch {
 	case anyMatch(name, h.deny):
-		return decide.Deny
+		return table.Deny
 	case anyMatch(name, h.approval):
-		return decide.Approve
+		return table.Approve
 	case len(h.allow) > 0 && !anyMatch(name, h.allow):
-		return decide.Deny
+		return table.Deny
 	}
-	return decide.Allow
+	return table.Allow
 }
 
 // hangarReference reads the lists of a config the way Hangar does.
@@ -81,7 +81,7 @@ func hangarReference(t *testing.T, src string) map[string]map[string]hangarPolic
 	for name, s := range cfg.Servers {
 		ref[name] = map[string]hangarPolicy{}
 		if m, ok := s.Tools.(map[string]any); ok {
-			ref[name][table.KindTool] = hangarPolicy{allow: strs(m["allow_list"]), deny: strs(m["deny_list"]), approval: strs(m["approval_list"])}
+			ref[name][table.Tool.String()] = hangarPolicy{allow: strs(m["allow_list"]), deny: strs(m["deny_list"]), approval: strs(m["approval_list"])}
 		}
 		for k, a := range s.Access {
 			ref[name][k] = hangarPolicy{allow: a.Allow, deny: a.Deny}
@@ -163,7 +163,7 @@ func TestHangarRoundTrip(t *testing.T) {
 			rt := compile(t, res.CUE)
 			ref := hangarReference(t, strings.Replace(src, "providers:", "mcp_servers:", 1))
 			for server, kinds := range ref {
-				for _, kind := range []decide.Kind{decide.Tool, decide.Prompt, decide.Resource} {
+				for _, kind := range []table.Kind{table.Tool, table.Prompt, table.Resource} {
 					h := kinds[kind.String()]
 					for _, name := range probeNames(slices.Concat(h.allow, h.deny, h.approval)) {
 						// The rules' decision on the name as written: what
@@ -184,19 +184,19 @@ func TestHangarRoundTrip(t *testing.T) {
 // then allow, first match wins; a tool no rule names is asked about.
 type claudeReference struct{ deny, ask, allow []ClaudeRule }
 
-func (c claudeReference) decide(server, tool string) (effect decide.Effect, named bool) {
+func (c claudeReference) decide(server, tool string) (effect table.Effect, named bool) {
 	match := func(rs []ClaudeRule) bool {
 		return slices.ContainsFunc(rs, func(r ClaudeRule) bool { return r.Matches(server, tool) })
 	}
 	switch {
 	case match(c.deny):
-		return decide.Deny, true
+		return table.Deny, true
 	case match(c.ask):
-		return decide.Approve, true
+		return table.Approve, true
 	case match(c.allow):
-		return decide.Allow, true
+		return table.Allow, true
 	}
-	return decide.Approve, false
+	return table.Approve, false
 }
 
 func TestClaudeCodeRoundTrip(t *testing.T) {
@@ -239,17 +239,17 @@ func TestClaudeCodeRoundTrip(t *testing.T) {
 	for _, server := range []string{"github", "memory", "linear", "slack", "fs", "unknown"} {
 		for _, tool := range []string{"get_issue", "create_issue", "delete_repo", "wipe", "post_message", "write_file", "other", "*"} {
 			want, named := ref.decide(server, tool)
-			got := rt.DecideWritten("anyone", server, decide.Tool, tool).Effect
+			got := rt.DecideWritten("anyone", server, table.Tool, tool).Effect
 			switch {
 			case named && got != want:
 				t.Errorf("%s %s: imported policy says %s, Claude Code says %s", server, tool, got, want)
-			case !named && got != decide.Deny:
+			case !named && got != table.Deny:
 				// Claude Code asks; policyc has no asking default and denies.
 				t.Errorf("%s %s: no rule names it, imported policy says %s, want deny (stricter than Claude Code's ask)", server, tool, got)
 			}
 		}
-		for _, k := range []decide.Kind{decide.Prompt, decide.Resource} {
-			if got := rt.DecideWritten("anyone", server, k, "x").Effect; got != decide.Deny {
+		for _, k := range []table.Kind{table.Prompt, table.Resource} {
+			if got := rt.DecideWritten("anyone", server, k, "x").Effect; got != table.Deny {
 				t.Errorf("%s %s: %s, want deny (Claude Code's rules do not cover it)", server, k, got)
 			}
 		}

@@ -66,7 +66,7 @@ func BenchmarkDecide(b *testing.B) {
 		exact := map[string][]string{} // each server's literal tool rules
 		for _, server := range gen.Servers {
 			srv := rt.Source().Servers[server]
-			for _, r := range srv.Kind(table.KindTool).Rules {
+			for _, r := range srv.Kind(table.Tool.String()).Rules {
 				if !strings.ContainsAny(r.Pattern, `*?[\`) {
 					exact[server] = append(exact[server], r.Pattern)
 				}
@@ -93,7 +93,7 @@ func BenchmarkDecide(b *testing.B) {
 			var allowed int
 			for i := 0; i < b.N; i++ {
 				r := &reqs[i&(nreqs-1)]
-				if rt.Decide(principal, r.server, decide.Tool, r.name).Effect == decide.Allow {
+				if rt.Decide(principal, r.server, table.Tool, r.name).Effect == table.Allow {
 					allowed++
 				}
 			}
@@ -110,9 +110,9 @@ func TestDecideAllocs(t *testing.T) {
 	rt, gen := loadSpec(t, policygen.Spec{Servers: 5, RulesPerServer: 35, Groups: 2, Seed: 1})
 	allocs := testing.AllocsPerRun(200, func() {
 		for _, n := range gen.Names[:40] {
-			rt.Decide("", gen.Servers[1], decide.Tool, n)
-			rt.Decide(gen.Members[1], gen.Servers[1], decide.Tool, n) // a group narrows
-			rt.Decide("nobody", "missing", decide.Tool, n)
+			rt.Decide("", gen.Servers[1], table.Tool, n)
+			rt.Decide(gen.Members[1], gen.Servers[1], table.Tool, n) // a group narrows
+			rt.Decide("nobody", "missing", table.Tool, n)
 		}
 	})
 	if allocs != 0 {
@@ -122,7 +122,7 @@ func TestDecideAllocs(t *testing.T) {
 	uris := []string{"file:///srv/projects/app/main.go", "repo://acme/widgets?ref=main", "ui://files/app.html", "mem:notes/today"}
 	allocs = testing.AllocsPerRun(200, func() {
 		for _, u := range uris {
-			rt.Decide("", gen.Servers[1], decide.Resource, u)
+			rt.Decide("", gen.Servers[1], table.Resource, u)
 		}
 	})
 	if allocs != 0 {
@@ -153,12 +153,12 @@ func TestGeneratedGroupsNarrow(t *testing.T) {
 	changed := 0
 	for _, member := range gen.Members {
 		for _, server := range gen.Servers {
-			ex := rt.Explain(member, server, decide.Tool, gen.Names[0])
+			ex := rt.Explain(member, server, table.Tool, gen.Names[0])
 			if !slices.ContainsFunc(ex.Scopes, func(s string) bool { return strings.HasPrefix(s, "group:") }) {
 				t.Errorf("%s on %s: scopes %q; want the member's group among them", member, server, ex.Scopes)
 			}
 			for _, n := range gen.Names {
-				if rt.Decide(member, server, decide.Tool, n).Effect != rt.Decide("", server, decide.Tool, n).Effect {
+				if rt.Decide(member, server, table.Tool, n).Effect != rt.Decide("", server, table.Tool, n).Effect {
 					changed++
 				}
 			}

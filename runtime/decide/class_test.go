@@ -74,15 +74,15 @@ groups: all: {
 		t.Error("cy is not in blue, yet of ann's class")
 	}
 	for _, name := range []string{"get_x", "get_secret", "drop_x"} {
-		a, b := rt2.Decide("ann", "docs", decide.Tool, name), rt2.Decide("bo", "docs", decide.Tool, name)
+		a, b := rt2.Decide("ann", "docs", table.Tool, name), rt2.Decide("bo", "docs", table.Tool, name)
 		if a != b {
 			t.Errorf("%s: ann %v, bo %v: one class decides alike", name, a, b)
 		}
 	}
-	if d := rt2.Decide("cy", "docs", decide.Tool, "drop_x"); d.Effect != decide.Allow {
+	if d := rt2.Decide("cy", "docs", table.Tool, "drop_x"); d.Effect != table.Allow {
 		t.Errorf("cy drop_x: %v, want allow (cy is not in blue)", d)
 	}
-	if d := rt2.Decide("ann", "docs", decide.Tool, "drop_x"); d.Effect != decide.Deny {
+	if d := rt2.Decide("ann", "docs", table.Tool, "drop_x"); d.Effect != table.Deny {
 		t.Errorf("ann drop_x: %v, want deny", d)
 	}
 }
@@ -129,33 +129,33 @@ func scopesPolicy(t testing.TB) *decide.Table {
 // the global one, and no other's.
 func TestLoadScopesOfEachPrincipal(t *testing.T) {
 	rt := scopesPolicy(t)
-	dec := func(p, name string) decide.Effect { return rt.Decide(p, "s", decide.Tool, name).Effect }
+	dec := func(p, name string) table.Effect { return rt.Decide(p, "s", table.Tool, name).Effect }
 	for i := range 64 {
 		p := fmt.Sprintf("u%d", i)
 		for k := range 6 {
-			want := decide.Allow
+			want := table.Allow
 			if i>>k&1 == 1 {
-				want = decide.Deny
+				want = table.Deny
 			}
 			if got := dec(p, fmt.Sprintf("t%d", k)); got != want {
 				t.Errorf("%s, t%d: %v, want %v", p, k, got, want)
 			}
 		}
 		for j := 0; j < 64; j += 2 {
-			want := decide.Allow
+			want := table.Allow
 			if j == i {
-				want = decide.Deny
+				want = table.Deny
 			}
 			if got := dec(p, fmt.Sprintf("own%d", j)); got != want {
 				t.Errorf("%s, own%d: %v, want %v", p, j, got, want)
 			}
 		}
-		if got := dec(p, "glob"); got != decide.Deny {
+		if got := dec(p, "glob"); got != table.Deny {
 			t.Errorf("%s, glob: %v, want deny", p, got)
 		}
 	}
 	for _, name := range []string{"t0", "t5", "own0"} {
-		if got := dec("", name); got != decide.Allow {
+		if got := dec("", name); got != table.Allow {
 			t.Errorf("anonymous, %s: %v, want allow", name, got)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // a policy and requests with the decision (and deciding origin) expected,
 // and optionally the approval timeouts expected. Archives run in parallel.
 func TestCorpus(t *testing.T) {
-	paths, err := filepath.Glob("../testdata/corpus/*.txtar")
+	paths, err := filepath.Glob("../../testdata/corpus/*.txtar")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no corpus archives: %v", err)
 	}
@@ -67,7 +67,7 @@ func TestCorpus(t *testing.T) {
 			if tos, ok := sections["timeouts"]; ok {
 				eachLine(t, tos, func(line int, req request, want []string) {
 					d := fast.Decide(req.principal, req.server, req.kind, req.name)
-					if d.Effect != decide.Approve {
+					if d.Effect != table.Approve {
 						t.Errorf("timeouts:%d: %s is %s, not approve", line, req, d.Effect)
 						return
 					}
@@ -119,7 +119,7 @@ func compileArchive(t *testing.T, ar *txtar.Archive) (*decide.Table, map[string]
 
 type request struct {
 	principal, server string
-	kind              decide.Kind
+	kind              table.Kind
 	name              string
 }
 
@@ -145,9 +145,9 @@ func eachLine(t *testing.T, data []byte, f func(line int, req request, want []st
 		if err != nil || len(fields) != 4 {
 			t.Fatalf("line %d: want PRINCIPAL SERVER KIND NAME, got %q (%v)", line, lhs, err)
 		}
-		kind, ok := decide.ParseKind(fields[2])
+		kind, ok := table.ParseKind(fields[2])
 		if !ok {
-			kind = decide.Kind(99) // an unknown kind, decided as such
+			kind = table.Kind(99) // an unknown kind, decided as such
 		}
 		if fields[0] == "-" {
 			fields[0] = ""
@@ -268,7 +268,7 @@ dee docs tool merge_x => 30
 		}
 	})
 	check("timeouts", func(line int, req request, d decide.Decision, want []string) {
-		if got := strconv.Itoa(d.ApprovalTimeoutSeconds); d.Effect != decide.Approve || got != want[0] {
+		if got := strconv.Itoa(d.ApprovalTimeoutSeconds); d.Effect != table.Approve || got != want[0] {
 			t.Errorf("timeouts:%d: %s: %s, timeout %s; want approve, %s", line, req, d.Effect, got, want[0])
 		}
 	})

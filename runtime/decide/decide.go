@@ -1,5 +1,5 @@
-// Package runtime loads a frozen decision table into an immutable structure
-// and answers decisions from it.
+// Package decide is the decision engine: it loads a frozen decision table into
+// an immutable structure and answers decisions from it.
 //
 // It never evaluates CUE, and it never loads an unverified table: the only
 // entry points take bytes that a signature check has already accepted (see
@@ -22,74 +22,6 @@ import (
 	"github.com/policyc/policyc/internal/glob"
 	"github.com/policyc/policyc/runtime/table"
 )
-
-// Effect is a decision's outcome, ordered by the access it grants.
-type Effect uint8
-
-// Effects. A lower value grants less; combining scopes keeps the lowest.
-const (
-	Deny Effect = iota
-	Approve
-	Allow
-)
-
-func (e Effect) String() string {
-	switch e {
-	case Deny:
-		return table.Deny
-	case Approve:
-		return table.Approve
-	case Allow:
-		return table.Allow
-	}
-	return fmt.Sprintf("effect(%d)", int(e))
-}
-
-// MarshalText prints effects as their table words.
-func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
-
-// ParseEffect reads "deny", "approve" or "allow", as the table writes them.
-func ParseEffect(s string) (Effect, bool) {
-	switch s {
-	case table.Deny:
-		return Deny, true
-	case table.Approve:
-		return Approve, true
-	case table.Allow:
-		return Allow, true
-	}
-	return 0, false
-}
-
-// Kind is the kind of MCP item a decision is about.
-type Kind uint8
-
-// Kinds.
-const (
-	Tool Kind = iota
-	Prompt
-	Resource
-	numKinds
-)
-
-var kindNames = [numKinds]string{table.KindTool, table.KindPrompt, table.KindResource}
-
-func (k Kind) String() string {
-	if k < numKinds {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
-
-// ParseKind reads "tool", "prompt" or "resource".
-func ParseKind(s string) (Kind, bool) {
-	for i, n := range kindNames {
-		if n == s {
-			return Kind(i), true
-		}
-	}
-	return 0, false
-}
 
 // Reason says what kind of thing decided.
 type Reason uint8
@@ -130,7 +62,7 @@ func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // Decision is the answer for one (principal, server, kind, name).
 type Decision struct {
-	Effect Effect
+	Effect table.Effect
 	Reason Reason
 	// Scope is the scope whose rule or default decided: "server" for the
 	// server's own rules, else "global", "group:NAME" or "principal:NAME".
@@ -175,14 +107,14 @@ type view struct {
 
 type serverView struct {
 	name  string
-	kinds [numKinds][]*layer // the server's own layer first
+	kinds [table.NumKinds][]*layer // the server's own layer first
 	ui    *uiList
 }
 
 // layer is one scope's compiled rules for one server and kind. The fields a
 // decision reads come first, to share a cache line.
 type layer struct {
-	def     Effect
+	def     table.Effect
 	timeout int
 	hot     []ruleHot // per rule, what a decision reads of it
 	set     glob.Set
@@ -196,7 +128,7 @@ type layer struct {
 // ruleHot is what a decision reads of a matching rule, in one place.
 type ruleHot struct {
 	origin string
-	effect Effect
+	effect table.Effect
 }
 
 type uiList struct {
@@ -239,8 +171,8 @@ func (t *Table) Expired(now time.Time) bool {
 // fetching) name of kind on server. A resource URI is decided as written
 // and in its normal form (see decideURI). It allocates nothing, but for a
 // resource URI that may not be in normal form.
-func (t *Table) Decide(principal, server string, kind Kind, name string) Decision {
-	if kind == Resource {
+func (t *Table) Decide(principal, server string, kind table.Kind, name string) Decision {
+	if kind == table.Resource {
 		return t.decideURI(principal, server, name)
 	}
 	return t.decide(principal, server, kind, name)
@@ -249,18 +181,18 @@ func (t *Table) Decide(principal, server string, kind Kind, name string) Decisio
 // DecideWritten is Decide on name as written: a resource URI is not also
 // decided in its normal form. It is for analyses of the rules themselves
 // (which name a rule decides); a gateway calls Decide.
-func (t *Table) DecideWritten(principal, server string, kind Kind, name string) Decision {
+func (t *Table) DecideWritten(principal, server string, kind table.Kind, name string) Decision {
 	return t.decide(principal, server, kind, name)
 }
 
 // decide is Decide on name as written.
-func (t *Table) decide(principal, server string, kind Kind, name string) (d Decision) {
-	if kind >= numKinds {
-		return Decision{Effect: Deny, Reason: UnknownKind}
+func (t *Table) decide(principal, server string, kind table.Kind, name string) (d Decision) {
+	if kind >= table.NumKinds {
+		return Decision{Effect: table.Deny, Reason: UnknownKind}
 	}
 	slot := t.viewOf(principal).servers.get(server)
 	if slot == nil {
-		return Decision{Effect: Deny, Reason: UnknownServer}
+		return Decision{Effect: table.Deny, Reason: UnknownServer}
 	}
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
@@ -302,17 +234,17 @@ func (t *Table) decide(principal, server string, kind Kind, name string) (d Deci
 	} else {
 		d.Reason, d.Origin = ByDefault, win.origin
 	}
-	if d.Effect == Approve {
+	if d.Effect == table.Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = slot.own[Tool].channel
+		d.ApprovalChannel = slot.own[table.Tool].channel
 	}
-	if kind == Resource && d.Effect != Deny && strings.HasPrefix(name, "ui://") {
+	if kind == table.Resource && d.Effect != table.Deny && strings.HasPrefix(name, "ui://") {
 		sv := slot.sv
 		switch {
 		case sv.ui == nil || !sv.ui.admits(name):
-			return Decision{Effect: Deny, Reason: UINotAllowlisted}
+			return Decision{Effect: table.Deny, Reason: UINotAllowlisted}
 		case sv.ui.consent == "":
-			return Decision{Effect: Deny, Reason: UINoConsent}
+			return Decision{Effect: table.Deny, Reason: UINoConsent}
 		}
 		d.Consent, d.ConsentChannel = true, sv.ui.consent
 	}
@@ -439,17 +371,17 @@ func load(src *table.Table) (*Table, error) {
 		t.expires = at
 	}
 	// Compile each scope's blocks once; views share them.
-	base := map[string][numKinds]*layer{}
+	base := map[string][table.NumKinds]*layer{}
 	for name, s := range src.Servers {
-		var ks [numKinds]*layer
-		for k := Tool; k < numKinds; k++ {
-			a := s.Kind(kindNames[k])
+		var ks [table.NumKinds]*layer
+		for k := table.Tool; k < table.NumKinds; k++ {
+			a := s.Access(k)
 			if a == nil {
-				return nil, fmt.Errorf("table: server %q has no %s block", name, kindNames[k])
+				return nil, fmt.Errorf("table: server %q has no %s block", name, k)
 			}
 			l, err := compileLayer(ServerScope, a)
 			if err != nil {
-				return nil, fmt.Errorf("table: server %q %s: %w", name, kindNames[k], err)
+				return nil, fmt.Errorf("table: server %q %s: %w", name, k, err)
 			}
 			ks[k] = l
 		}
@@ -457,22 +389,22 @@ func load(src *table.Table) (*Table, error) {
 	}
 	type scopeLayers struct {
 		*table.Scope
-		servers map[string][numKinds]*layer
+		servers map[string][table.NumKinds]*layer
 	}
 	var scopes []scopeLayers
 	for i := range src.Scopes {
 		sc := &src.Scopes[i]
-		sl := scopeLayers{Scope: sc, servers: map[string][numKinds]*layer{}}
+		sl := scopeLayers{Scope: sc, servers: map[string][table.NumKinds]*layer{}}
 		for sname, s := range sc.Servers {
-			var ks [numKinds]*layer
-			for k := Tool; k < numKinds; k++ {
-				a := s.Kind(kindNames[k])
+			var ks [table.NumKinds]*layer
+			for k := table.Tool; k < table.NumKinds; k++ {
+				a := s.Access(k)
 				if a == nil {
 					continue
 				}
 				l, err := compileLayer(sc.Name, a)
 				if err != nil {
-					return nil, fmt.Errorf("table: scope %s server %q %s: %w", sc.Name, sname, kindNames[k], err)
+					return nil, fmt.Errorf("table: scope %s server %q %s: %w", sc.Name, sname, k, err)
 				}
 				ks[k] = l
 			}
@@ -512,7 +444,7 @@ func load(src *table.Table) (*Table, error) {
 		servers := map[string]*serverView{}
 		for name, ks := range base {
 			sv := &serverView{}
-			for k := Tool; k < numKinds; k++ {
+			for k := table.Tool; k < table.NumKinds; k++ {
 				sv.kinds[k] = []*layer{ks[k]}
 			}
 			for _, i := range idx {
@@ -522,7 +454,7 @@ func load(src *table.Table) (*Table, error) {
 					if !ok {
 						continue
 					}
-					for k := Tool; k < numKinds; k++ {
+					for k := table.Tool; k < table.NumKinds; k++ {
 						if l := sks[k]; l != nil && !l.neutral() {
 							sv.kinds[k] = append(sv.kinds[k], l)
 						}
@@ -560,13 +492,13 @@ func load(src *table.Table) (*Table, error) {
 // rules, nothing restricted, no timeout. Such layers are left out of the
 // views, so a decision does not pay for them.
 func (l *layer) neutral() bool {
-	return len(l.rules) == 0 && l.def == Allow && l.timeout == 0
+	return len(l.rules) == 0 && l.def == table.Allow && l.timeout == 0
 }
 
 func compileLayer(scope string, a *table.Access) (*layer, error) {
 	l := &layer{scope: scope, rules: a.Rules, origin: a.DefaultOrigin, timeout: a.ApprovalTimeoutSeconds, channel: a.ApprovalChannel}
 	var ok bool
-	if l.def, ok = ParseEffect(a.Default); !ok || l.def == Approve {
+	if l.def, ok = table.ParseEffect(a.Default); !ok || l.def == table.Approve {
 		return nil, fmt.Errorf("invalid default %q", a.Default)
 	}
 	pats := make([]*glob.Pattern, len(a.Rules))
@@ -578,7 +510,7 @@ func compileLayer(scope string, a *table.Access) (*layer, error) {
 		}
 		pats[i] = p
 		l.hot[i].origin = r.Origin
-		if l.hot[i].effect, ok = ParseEffect(r.Effect); !ok {
+		if l.hot[i].effect, ok = table.ParseEffect(r.Effect); !ok {
 			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // Example repeats the README's quick start: compile the bundled team
 // example and explain one decision.
 func Example() {
-	files, err := compiler.ReadDir("../examples/team")
+	files, err := compiler.ReadDir("../../examples/team")
 	if err != nil {
 		panic(err)
 	}
@@ -23,9 +23,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	d := rt.Decide("", "linear", decide.Tool, "save_issue")
+	d := rt.Decide("", "linear", table.Tool, "save_issue")
 	fmt.Println(d.Effect, d.Rule.Pattern, d.Origin, d.ApprovalTimeoutSeconds, d.ApprovalChannel)
-	d = rt.Decide("", "memory", decide.Tool, "delete_entities")
+	d = rt.Decide("", "memory", table.Tool, "delete_entities")
 	fmt.Println(d.Effect, d.Rule.Pattern, d.Origin)
 	// Output:
 	// approve save_issue linear.cue:6 60 page

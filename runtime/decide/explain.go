@@ -4,9 +4,9 @@ import "github.com/policyc/policyc/runtime/table"
 
 // Match is a rule that matched a name, in some scope.
 type Match struct {
-	Scope  string      `json:"scope"`
-	Effect Effect      `json:"effect"`
-	Rule   *table.Rule `json:"rule"`
+	Scope  string       `json:"scope"`
+	Effect table.Effect `json:"effect"`
+	Rule   *table.Rule  `json:"rule"`
 }
 
 // Explanation is a decision with the rules it beat: every other rule, in any
@@ -24,12 +24,12 @@ type Explanation struct {
 
 // Explain decides like Decide and also lists the rules the decision beat.
 // It is for people and allocates; the gateway calls Decide.
-func (t *Table) Explain(principal, server string, kind Kind, name string) Explanation {
+func (t *Table) Explain(principal, server string, kind table.Kind, name string) Explanation {
 	ex := Explanation{Decision: t.Decide(principal, server, kind, name)}
-	if kind >= numKinds {
+	if kind >= table.NumKinds {
 		return ex
 	}
-	if kind == Resource {
+	if kind == table.Resource {
 		if n, ok := normalURI(name); ok && n != name {
 			ex.Normal = n
 		}

@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"math/rand/v2"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // serverIndex finds a view's servers by name for Decide: open addressing
@@ -26,10 +28,10 @@ type serverSlot struct {
 	n      uint8
 	// narrowed says which kinds have narrowing layers after own, so that
 	// a decision with none reads no serverView.
-	narrowed [numKinds]bool
-	sv       *serverView      // nil: the slot is free
-	own      [numKinds]*layer // each kind's first layer, the server's own
-	_        [8]byte          // a slot is one cache line
+	narrowed [table.NumKinds]bool
+	sv       *serverView            // nil: the slot is free
+	own      [table.NumKinds]*layer // each kind's first layer, the server's own
+	_        [8]byte                // a slot is one cache line
 }
 
 // longName is the n of a slot whose name is longer than 16 bytes.

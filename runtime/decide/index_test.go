@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // TestServerIndex looks up names of every length class the hash treats
@@ -24,7 +26,7 @@ func TestServerIndex(t *testing.T) {
 					sv.kinds[k] = []*layer{{}}
 				}
 				if len(servers)%3 == 0 { // a narrowing layer after the server's own
-					sv.kinds[Prompt] = append(sv.kinds[Prompt], &layer{})
+					sv.kinds[table.Prompt] = append(sv.kinds[table.Prompt], &layer{})
 				}
 				servers[name] = sv
 				names = append(names, name)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // A resource URI is decided as written, but an upstream may read it
@@ -30,20 +32,20 @@ type reading struct {
 // written, turned into a deny with the reason URINotNormal when one of its
 // readings is denied, or when it has none.
 func (t *Table) decideURI(principal, server, uri string) Decision {
-	d := t.decide(principal, server, Resource, uri)
-	if d.Effect != Allow || !mayNotBeNormal(uri) {
+	d := t.decide(principal, server, table.Resource, uri)
+	if d.Effect != table.Allow || !mayNotBeNormal(uri) {
 		return d
 	}
 	_, readings, ok := readURI(uri)
 	if !ok {
-		return Decision{Effect: Deny, Reason: URINotNormal}
+		return Decision{Effect: table.Deny, Reason: URINotNormal}
 	}
 	for _, r := range readings {
 		if r.name == uri {
 			continue
 		}
-		dn := t.decide(principal, server, Resource, r.name)
-		if dn.Effect == Allow || r.ruleOnly && dn.Reason != ByRule {
+		dn := t.decide(principal, server, table.Resource, r.name)
+		if dn.Effect == table.Allow || r.ruleOnly && dn.Reason != ByRule {
 			if dn.Consent && !d.Consent {
 				// A spelling of a ui:// resource needs what the ui://
 				// resource needs.
@@ -51,7 +53,7 @@ func (t *Table) decideURI(principal, server, uri string) Decision {
 			}
 			continue
 		}
-		dn.Effect, dn.Reason = Deny, URINotNormal
+		dn.Effect, dn.Reason = table.Deny, URINotNormal
 		return dn
 	}
 	return d

@@ -49,7 +49,7 @@ func verifyPub(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25
 
 // verifySmallTable is a table small enough to flip every byte of its envelope.
 func verifySmallTable(serial uint64, expires string) *table.Table {
-	none := func() *table.Access { return &table.Access{Default: table.Deny, Rules: []table.Rule{}} }
+	none := func() *table.Access { return &table.Access{Default: table.Deny.String(), Rules: []table.Rule{}} }
 	return &table.Table{
 		Channels: map[string]table.Channel{},
 		Compiler: "policyc test",
@@ -59,9 +59,9 @@ func verifySmallTable(serial uint64, expires string) *table.Table {
 		Serial:   serial,
 		Servers: map[string]table.Server{
 			"gh": {
-				Tool: &table.Access{Default: table.Deny, Rules: []table.Rule{
-					{Effect: table.Deny, Origin: "p.cue:2", Pattern: "delete_*"},
-					{Effect: table.Allow, Origin: "p.cue:3", Pattern: "get_*"},
+				Tool: &table.Access{Default: table.Deny.String(), Rules: []table.Rule{
+					{Effect: table.Deny.String(), Origin: "p.cue:2", Pattern: "delete_*"},
+					{Effect: table.Allow.String(), Origin: "p.cue:3", Pattern: "get_*"},
 				}},
 				Prompt:   none(),
 				Resource: none(),
@@ -110,7 +110,7 @@ func TestLoadVerifiedAccepts(t *testing.T) {
 	if v.Serial != 3 || v.Digest != tab.Digest() || len(v.KeyIDs) != 1 || v.KeyIDs[0] != envelope.KeyID(verifyPub(k)) || !v.Expires.IsZero() {
 		t.Fatalf("Verified = %+v", v)
 	}
-	if d := tab.Decide("", "gh", decide.Tool, "get_issue"); d.Effect != decide.Allow {
+	if d := tab.Decide("", "gh", table.Tool, "get_issue"); d.Effect != table.Allow {
 		t.Fatalf("decision on the verified table: %+v", d)
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"regexp"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/policyc/policyc/internal/mcplist"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/policyc/policyc/internal/mcplist"
 )
 
 // catalogue is what one upstream offers, as it last listed it. It is

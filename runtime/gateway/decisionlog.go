@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // Op is what a client was doing when a decision was made.
@@ -44,7 +45,7 @@ type Record struct {
 	Time      time.Time
 	Principal string
 	Server    string
-	Kind      decide.Kind
+	Kind      table.Kind
 	// Name is the upstream's own tool or prompt name, or the resource URI:
 	// the name the table decided on.
 	Name     string

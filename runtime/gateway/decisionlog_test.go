@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -20,8 +21,8 @@ import (
 func TestAppendRecord(t *testing.T) {
 	r := &Record{
 		Time: time.Date(2026, 5, 1, 12, 0, 0, 1, time.FixedZone("X", 3600)), Principal: "alice", Server: "github",
-		Kind: decide.Tool, Name: "create_issue", Op: OpCall,
-		Decision:    decide.Decision{Effect: decide.Allow, Reason: decide.ByRule, Scope: "server", Rule: &table.Rule{}, Origin: "github.cue:5"},
+		Kind: table.Tool, Name: "create_issue", Op: OpCall,
+		Decision:    decide.Decision{Effect: table.Allow, Reason: decide.ByRule, Scope: "server", Rule: &table.Rule{}, Origin: "github.cue:5"},
 		TableDigest: "sha256:ab", TableSerial: 42,
 	}
 	want := `{"time":"2026-05-01T11:00:00.000000001Z","principal":"alice","server":"github","kind":"tool","name":"create_issue","op":"call","decision":"allow","reason":"rule","scope":"server","origin":"github.cue:5","table_digest":"sha256:ab","table_serial":42}` + "\n"
@@ -38,7 +39,7 @@ func TestJSONLogWritesWholeLines(t *testing.T) {
 	var buf bytes.Buffer
 	l := NewJSONLog(&buf)
 	for _, name := range []string{"a", "b\nc", "d"} {
-		if err := l.Log(&Record{Name: name, Kind: decide.Resource}); err != nil {
+		if err := l.Log(&Record{Name: name, Kind: table.Resource}); err != nil {
 			t.Fatal(err)
 		}
 	}

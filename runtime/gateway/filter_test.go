@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
@@ -335,11 +335,11 @@ func TestDecisionLog(t *testing.T) {
 		t.Fatalf("got %d call records, want 2: %+v", len(calls), calls)
 	}
 	echo, create := calls[0], calls[1]
-	if echo.Principal != "bob" || echo.Server != "github" || echo.Kind != decide.Tool || echo.Name != "echo" ||
-		echo.Decision.Effect != decide.Allow || echo.Decision.Origin != "policy.cue:10" || echo.TableSerial != 1 || !strings.HasPrefix(echo.TableDigest, "sha256:") {
+	if echo.Principal != "bob" || echo.Server != "github" || echo.Kind != table.Tool || echo.Name != "echo" ||
+		echo.Decision.Effect != table.Allow || echo.Decision.Origin != "policy.cue:10" || echo.TableSerial != 1 || !strings.HasPrefix(echo.TableDigest, "sha256:") {
 		t.Errorf("echo record: %+v", echo)
 	}
-	if create.Decision.Effect != decide.Deny || create.Decision.Scope != "principal:bob" || create.Decision.Origin != "policy.cue:27" {
+	if create.Decision.Effect != table.Deny || create.Decision.Scope != "principal:bob" || create.Decision.Origin != "policy.cue:27" {
 		t.Errorf("create_issue record for bob: %+v", create)
 	}
 	for _, r := range tg.log.all() {

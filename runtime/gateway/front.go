@@ -24,8 +24,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/policyc/policyc/runtime/table"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // MaxMessageBytes bounds one message a client sends over stdio.

@@ -343,7 +343,7 @@ func (g *Gateway) checkApprovals(t *decide.Table) error {
 			return
 		}
 		for _, r := range a.Rules {
-			if r.Effect == table.Approve {
+			if r.Effect == table.Approve.String() {
 				found = append(found, fmt.Sprintf("%s %q at %s", where, r.Pattern, r.Origin))
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // MCP methods the gateway answers itself.
@@ -103,23 +104,23 @@ const codeLegacyResourceNotFound = -32002
 var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "policyc gateway: the decision log cannot be written, so no decision is acted on; see the gateway's log"}
 
 // decide decides and records one decision.
-func (g *Gateway) decide(t *decide.Table, principal, server string, kind decide.Kind, name string, op Op) (decide.Decision, error) {
+func (g *Gateway) decide(t *decide.Table, principal, server string, kind table.Kind, name string, op Op) (decide.Decision, error) {
 	now := g.now()
 	return g.logDecision(t, now, principal, server, kind, name, op, tableDecide(t, now, principal, server, kind, name))
 }
 
 // tableDecide is t's decision at now: nothing is allowed once the table
 // has expired.
-func tableDecide(t *decide.Table, now time.Time, principal, server string, kind decide.Kind, name string) decide.Decision {
+func tableDecide(t *decide.Table, now time.Time, principal, server string, kind table.Kind, name string) decide.Decision {
 	if t.Expired(now) {
-		return decide.Decision{Effect: decide.Deny, Reason: decide.TableExpired}
+		return decide.Decision{Effect: table.Deny, Reason: decide.TableExpired}
 	}
 	return t.Decide(principal, server, kind, name)
 }
 
 // logDecision writes the record of d, made at now, and returns d, or a
 // deny when the record could not be written.
-func (g *Gateway) logDecision(t *decide.Table, now time.Time, principal, server string, kind decide.Kind, name string, op Op, d decide.Decision) (decide.Decision, error) {
+func (g *Gateway) logDecision(t *decide.Table, now time.Time, principal, server string, kind table.Kind, name string, op Op, d decide.Decision) (decide.Decision, error) {
 	var err error
 	if jl, ok := g.cfg.Log.(*JSONLog); ok {
 		r := record(t, now, principal, server, kind, name, op, d) // the command's log: the record stays on the stack
@@ -130,12 +131,12 @@ func (g *Gateway) logDecision(t *decide.Table, now time.Time, principal, server 
 	}
 	if err != nil {
 		g.logger.Error("decision log write failed", "error", err.Error())
-		return decide.Decision{Effect: decide.Deny}, errLogFailed
+		return decide.Decision{Effect: table.Deny}, errLogFailed
 	}
 	return d, nil
 }
 
-func record(t *decide.Table, now time.Time, principal, server string, kind decide.Kind, name string, op Op, d decide.Decision) Record {
+func record(t *decide.Table, now time.Time, principal, server string, kind table.Kind, name string, op Op, d decide.Decision) Record {
 	return Record{
 		Time: now, Principal: principal, Server: server, Kind: kind, Name: name, Op: op,
 		Decision: d, TableDigest: t.Digest(), TableSerial: t.Serial(),
@@ -164,7 +165,7 @@ func (g *Gateway) listing(principal string) *listing {
 
 // decide decides one item; the decision takes effect only if log succeeds.
 // A dry listing keeps no records.
-func (l *listing) decide(server string, kind decide.Kind, name string, op Op) decide.Decision {
+func (l *listing) decide(server string, kind table.Kind, name string, op Op) decide.Decision {
 	d := tableDecide(l.t, l.now, l.principal, server, kind, name)
 	if !l.dry {
 		l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
@@ -223,7 +224,7 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 // tools is the tools listing of ls's principal.
 func (g *Gateway) tools(ls *listing) ([]*mcp.Tool, error) {
 	// Held tools are listed: the hold happens on the call.
-	return listNamed(ls, decide.Tool, decide.Approve,
+	return listNamed(ls, table.Tool, table.Approve,
 		func(c *catalogue) []*mcp.Tool { return c.tools }, func(tool *mcp.Tool) string { return tool.Name },
 		func(u *upstream, tool *mcp.Tool) *mcp.Tool {
 			c := *tool
@@ -237,7 +238,7 @@ func (g *Gateway) tools(ls *listing) ([]*mcp.Tool, error) {
 // the listing's principal grants at least least, as the copies copyAs makes
 // of them (namespaced). The items are returned only once their decisions
 // are logged.
-func listNamed[T any](ls *listing, kind decide.Kind, least decide.Effect,
+func listNamed[T any](ls *listing, kind table.Kind, least table.Effect,
 	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) T) ([]T, error) {
 	out := []T{}
 	for _, u := range ls.g.ups {
@@ -349,8 +350,8 @@ func (ls *listing) linkReadable(server string, link any) bool {
 	if readable, ok := ls.links[key]; ok {
 		return readable
 	}
-	d := ls.decide(server, decide.Resource, uri, OpLink)
-	readable := d.Effect == decide.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
+	d := ls.decide(server, table.Resource, uri, OpLink)
+	readable := d.Effect == table.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
 	if ls.links == nil {
 		ls.links = map[string]bool{}
 	}
@@ -373,12 +374,12 @@ type authorizedCall struct {
 func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) {
 	server, tool := splitAsked(name)
 	t := g.table.Load()
-	d, err := g.decide(t, principal, server, decide.Tool, tool, OpCall)
+	d, err := g.decide(t, principal, server, table.Tool, tool, OpCall)
 	if err != nil {
 		return authorizedCall{}, err
 	}
 	u := g.byName[server]
-	if d.Effect == decide.Deny || u == nil {
+	if d.Effect == table.Deny || u == nil {
 		return authorizedCall{}, absent(methodCallTool, name)
 	}
 	st := u.snapshot()
@@ -400,7 +401,7 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	if a.st.session == nil {
 		return toolError(a.u.unavailable(a.st).Error()), nil
 	}
-	if a.decision.Effect == decide.Approve {
+	if a.decision.Effect == table.Approve {
 		reviewed, refusal, err := g.hold(ctx, principal, r, a, args)
 		if err != nil || refusal != nil {
 			return refusal, err
@@ -471,7 +472,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	}
 	recheck := func() error {
 		t := g.table.Load()
-		if d := tableDecide(t, g.now(), principal, a.u.name, decide.Tool, a.tool); d.Effect == decide.Deny {
+		if d := tableDecide(t, g.now(), principal, a.u.name, table.Tool, a.tool); d.Effect == table.Deny {
 			if d.Reason == decide.TableExpired {
 				return fmt.Errorf("the serving table (serial %d) has expired", t.Serial())
 			}
@@ -542,7 +543,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		}
 		cancel()
 	}
-	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: decide.Tool, Name: a.tool, Op: OpApproval,
+	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: table.Tool, Name: a.tool, Op: OpApproval,
 		Decision: d, Verdict: verdict, Request: v.RequestID, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
 		g.logger.Error("decision log write failed", "error", lerr.Error())
 		return nil, nil, errLogFailed
@@ -675,7 +676,7 @@ func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.
 // prompts is the prompts listing of ls's principal.
 func (g *Gateway) prompts(ls *listing) ([]*mcp.Prompt, error) {
 	// A prompt is never held: one on approval is not listed.
-	return listNamed(ls, decide.Prompt, decide.Allow,
+	return listNamed(ls, table.Prompt, table.Allow,
 		func(c *catalogue) []*mcp.Prompt { return c.prompts }, func(p *mcp.Prompt) string { return p.Name },
 		func(u *upstream, p *mcp.Prompt) *mcp.Prompt {
 			c := *p
@@ -689,12 +690,12 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	name := r.Params.Name
 	server, prompt := splitAsked(name)
 	t := g.table.Load()
-	d, err := g.decide(t, principal, server, decide.Prompt, prompt, OpGet)
+	d, err := g.decide(t, principal, server, table.Prompt, prompt, OpGet)
 	if err != nil {
 		return nil, err
 	}
 	u := g.byName[server]
-	if d.Effect != decide.Allow || u == nil {
+	if d.Effect != table.Allow || u == nil {
 		return nil, absent(methodGetPrompt, name)
 	}
 	st := u.snapshot()
@@ -811,8 +812,8 @@ func listByURI[T any](ls *listing, items func(*catalogue) []T, uri func(T) strin
 			if st.session == nil {
 				continue
 			}
-			d := ls.decide(u.name, decide.Resource, name, OpList)
-			if d.Effect != decide.Allow || d.Consent && g.cfg.Consent == nil {
+			d := ls.decide(u.name, table.Resource, name, OpList)
+			if d.Effect != table.Allow || d.Consent && g.cfg.Consent == nil {
 				continue
 			}
 			out = append(out, copyAs(u.name, it))
@@ -832,11 +833,11 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 		server = u.name
 	}
 	t := g.table.Load()
-	d, err := g.decide(t, principal, server, decide.Resource, uri, OpRead)
+	d, err := g.decide(t, principal, server, table.Resource, uri, OpRead)
 	if err != nil {
 		return nil, err
 	}
-	if d.Effect != decide.Allow || u == nil {
+	if d.Effect != table.Allow || u == nil {
 		return nil, absent(methodReadResource, uri)
 	}
 	if d.Consent {

@@ -66,7 +66,7 @@ func TestReload(t *testing.T) {
 			t.Error("clients were not told that the lists changed")
 		}
 		for _, r := range tg.log.all() {
-			if r.Op == OpCall && r.Name == "echo" && r.TableSerial == 11 && r.Decision.Effect != decide.Deny {
+			if r.Op == OpCall && r.Name == "echo" && r.TableSerial == 11 && r.Decision.Effect != table.Deny {
 				t.Errorf("table 11 logged %v for echo", r.Decision.Effect)
 			}
 		}
@@ -525,7 +525,7 @@ func TestExpiredTable(t *testing.T) {
 	found := false
 	for _, r := range tg.log.all() {
 		if r.Op == OpCall && r.Name == "echo" && r.Decision.Reason == decide.TableExpired {
-			found = r.Decision.Effect == decide.Deny
+			found = r.Decision.Effect == table.Deny
 		}
 	}
 	if !found {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // TestResourceSpellings reads, through the gateway, spellings of a denied
@@ -89,7 +90,7 @@ func TestResourceSpellings(t *testing.T) {
 	var logged bool
 	for _, r := range tg.log.all() {
 		if r.Name == "file:///srv/projects/app/%2Eenv" && r.Op == OpRead {
-			logged = r.Decision.Effect == decide.Deny && r.Decision.Reason == decide.URINotNormal && r.Decision.Origin != ""
+			logged = r.Decision.Effect == table.Deny && r.Decision.Reason == decide.URINotNormal && r.Decision.Origin != ""
 		}
 	}
 	if !logged {

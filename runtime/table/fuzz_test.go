@@ -48,7 +48,7 @@ func FuzzDecodeTable(f *testing.F) {
 			return
 		}
 		for name := range tab.Servers {
-			rt.Decide("", name, decide.Tool, "x")
+			rt.Decide("", name, table.Tool, "x")
 		}
 	})
 }

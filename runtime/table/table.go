@@ -41,20 +41,6 @@ const Format = "policyc.table/v1"
 // PayloadType is the DSSE payloadType of a signed table of this format.
 const PayloadType = "application/vnd.policyc.table.v1+json"
 
-// Effects, in the order of access they grant (deny grants least).
-const (
-	Deny    = "deny"
-	Approve = "approve"
-	Allow   = "allow"
-)
-
-// Kinds of MCP item a decision is about.
-const (
-	KindTool     = "tool"
-	KindPrompt   = "prompt"
-	KindResource = "resource"
-)
-
 // AllServers is the server key of a narrowing scope's rules that apply to
 // every server (the `global` block of the policy, a group or a principal).
 const AllServers = "*"
@@ -114,7 +100,7 @@ type Item struct {
 	// InputSchemaDigest is the catalogued tool's input-schema digest
 	// ("sha256:..."); empty for prompts, resources and tools without one.
 	InputSchemaDigest string `json:"input_schema_digest,omitempty"`
-	// Kind is KindTool, KindPrompt or KindResource.
+	// Kind is the name of a Kind: "tool", "prompt" or "resource".
 	Kind string `json:"kind"`
 	// Name is the tool or prompt name, or the resource URI.
 	Name string `json:"name"`
@@ -169,12 +155,21 @@ type Server struct {
 
 // Kind returns the access of the named kind, or nil.
 func (s *Server) Kind(kind string) *Access {
-	switch kind {
-	case KindTool:
+	k, ok := ParseKind(kind)
+	if !ok {
+		return nil
+	}
+	return s.Access(k)
+}
+
+// Access returns the access of kind k, or nil.
+func (s *Server) Access(k Kind) *Access {
+	switch k {
+	case Tool:
 		return s.Tool
-	case KindPrompt:
+	case Prompt:
 		return s.Prompt
-	case KindResource:
+	case Resource:
 		return s.Resource
 	}
 	return nil
@@ -517,16 +512,16 @@ func (t *Table) Check() error {
 		}
 	}
 	for i, it := range t.Items {
-		if it.Kind != KindTool && it.Kind != KindPrompt && it.Kind != KindResource {
+		if _, ok := ParseKind(it.Kind); !ok {
 			add("items[%d]: unknown kind %q", i, it.Kind)
 		}
-		if effectRank(it.Decision) < 0 {
+		if _, ok := ParseEffect(it.Decision); !ok {
 			add("items[%d]: unknown decision %q", i, it.Decision)
 		}
 		if it.Server == "" || it.Name == "" {
 			add("items[%d]: an item needs a server and a name", i)
 		}
-		if it.InputSchemaDigest != "" && it.Kind != KindTool {
+		if it.InputSchemaDigest != "" && it.Kind != Tool.String() {
 			add("items[%d]: an input-schema digest on a %s", i, it.Kind)
 		}
 		if i > 0 && !t.Items[i-1].Less(it) {
@@ -548,7 +543,7 @@ func (t *Table) Check() error {
 			}
 			return
 		}
-		if a.Default != Allow && a.Default != Deny {
+		if a.Default != Allow.String() && a.Default != Deny.String() {
 			add("%s: default %q is neither allow nor deny", where, a.Default)
 		}
 		if a.ApprovalTimeoutSeconds < 0 {
@@ -561,11 +556,12 @@ func (t *Table) Check() error {
 		}
 		last := 0
 		for i, r := range a.Rules {
-			rank := effectRank(r.Effect)
-			if rank < 0 {
+			e, ok := ParseEffect(r.Effect)
+			if !ok {
 				add("%s: rule %d: unknown effect %q", where, i, r.Effect)
 				continue
 			}
+			rank := int(e)
 			if rank < last {
 				add("%s: rule %d: rules are not ordered deny, approve, allow", where, i)
 			}
@@ -610,21 +606,9 @@ func (t *Table) Check() error {
 	return errors.Join(errs...)
 }
 
-func effectRank(e string) int {
-	switch e {
-	case Deny:
-		return 0
-	case Approve:
-		return 1
-	case Allow:
-		return 2
-	}
-	return -1
-}
-
-func hasEffect(rules []Rule, effect string) bool {
+func hasEffect(rules []Rule, effect Effect) bool {
 	for _, r := range rules {
-		if r.Effect == effect {
+		if r.Effect == effect.String() {
 			return true
 		}
 	}

@@ -15,7 +15,7 @@
 // destructive tool read-only. Nothing in this package decides access.
 //
 // This package never connects to a server (package pull does) and never
-// writes a file except through internal/atomicfile.
+// writes a file except through internal/fileio.
 package catalog
 
 import (
@@ -30,9 +30,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/policyc/policyc/internal/jsonkind"
+	"github.com/policyc/policyc/internal/jsonerr"
 	"github.com/policyc/policyc/internal/suggest"
-	"github.com/policyc/policyc/internal/utf8pos"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -227,7 +226,7 @@ func (s *Snapshot) normalize() {
 func Decode(b []byte) (s *Snapshot, canonical bool, err error) {
 	// encoding/json reads an invalid byte as U+FFFD: the snapshot would
 	// name items the server does not have.
-	if bad := utf8pos.FirstInvalid(b); bad >= 0 {
+	if bad := jsonerr.FirstInvalidUTF8(b); bad >= 0 {
 		return nil, false, posError(b, int64(bad), fmt.Sprintf("not valid UTF-8 (byte %#x): a snapshot is JSON, which is UTF-8", b[bad]))
 	}
 	var head struct {
@@ -303,7 +302,7 @@ func decodeError(b []byte, err error, offset int64) error {
 		if where == "" {
 			where = "the snapshot"
 		}
-		msg = fmt.Sprintf("%s: %s where the format has %s", where, article(te.Value), jsonkind.Of(te.Type))
+		msg = fmt.Sprintf("%s: %s where the format has %s", where, article(te.Value), jsonerr.KindOf(te.Type))
 	default:
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			if name, err := strconv.Unquote(f); err == nil {

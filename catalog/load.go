@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/policyc/policyc/internal/regfile"
+	"github.com/policyc/policyc/internal/fileio"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -60,8 +60,8 @@ func ReadDir(dir string) (*Catalog, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := regfile.Read(filepath.Join(dir, e.Name()))
-		if errors.Is(err, regfile.ErrDirectory) {
+		b, err := fileio.ReadRegular(filepath.Join(dir, e.Name()))
+		if errors.Is(err, fileio.ErrDirectory) {
 			continue
 		}
 		if err != nil {

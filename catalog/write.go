@@ -5,8 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/policyc/policyc/internal/atomicfile"
-	"github.com/policyc/policyc/internal/regfile"
+	"github.com/policyc/policyc/internal/fileio"
 )
 
 // FileName is the name of a server's snapshot file in the catalogue
@@ -22,13 +21,13 @@ func WriteFile(dir string, s *Snapshot) (changed bool, err error) {
 		return false, err
 	}
 	path := filepath.Join(dir, FileName(s.Server))
-	if old, err := regfile.Read(path); err == nil && bytes.Equal(old, b) {
+	if old, err := fileio.ReadRegular(path); err == nil && bytes.Equal(old, b) {
 		return false, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return false, err
 	}
-	if err := atomicfile.Write(path, b, 0o644); err != nil {
+	if err := fileio.WriteAtomic(path, b, 0o644); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -18,7 +18,7 @@ import (
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/catalog/pull"
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/internal/regfile"
+	"github.com/policyc/policyc/internal/fileio"
 )
 
 func init() { register(newCatalogCmd) }
@@ -150,7 +150,7 @@ type oldSnapshot struct {
 }
 
 func readOldSnapshot(dir, server string) oldSnapshot {
-	b, err := regfile.Read(filepath.Join(dir, catalog.FileName(server)))
+	b, err := fileio.ReadRegular(filepath.Join(dir, catalog.FileName(server)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return oldSnapshot{}
 	}

@@ -17,9 +17,8 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/fileio"
 	"github.com/policyc/policyc/internal/gitsrc"
-	"github.com/policyc/policyc/internal/regfile"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -353,8 +352,8 @@ func readCatalogueDir(cdir string) ([]catalog.File, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := regfile.Read(filepath.Join(cdir, e.Name()))
-		if errors.Is(err, regfile.ErrDirectory) {
+		b, err := fileio.ReadRegular(filepath.Join(cdir, e.Name()))
+		if errors.Is(err, fileio.ErrDirectory) {
 			continue
 		}
 		if err != nil {
@@ -530,7 +529,7 @@ func writeOutput(stdout io.Writer, path string, b []byte, perm fs.FileMode) erro
 		_, err := stdout.Write(b)
 		return err
 	}
-	if err := atomicfile.Write(path, b, perm); err != nil {
+	if err := fileio.WriteAtomic(path, b, perm); err != nil {
 		return withCode(ExitFailure, err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/policyc/policyc/compiler"
-	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/fileio"
 )
 
 func init() { register(newInitCmd) }
@@ -73,7 +73,7 @@ Examples:
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					return failuref("%v", err)
 				}
-				if err := atomicfile.Write(p, []byte(f.data), 0o644); err != nil {
+				if err := fileio.WriteAtomic(p, []byte(f.data), 0o644); err != nil {
 					return withCode(ExitFailure, err)
 				}
 				fmt.Fprintf(out, "wrote %s\n", filepath.ToSlash(p))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/fileio"
 	"github.com/policyc/policyc/runtime/envelope"
 )
 
@@ -80,12 +80,12 @@ Examples:
 			}
 			// Created, never replaced: a key made meanwhile by another
 			// run is not overwritten either.
-			if err := atomicfile.Create(keyPath, keyPEM, 0o600); errors.Is(err, fs.ErrExist) {
+			if err := fileio.CreateAtomic(keyPath, keyPEM, 0o600); errors.Is(err, fs.ErrExist) {
 				return exists(keyPath)
 			} else if err != nil {
 				return failuref("%v", err)
 			}
-			if err := atomicfile.Create(pubPath, pubPEM, 0o644); err != nil {
+			if err := fileio.CreateAtomic(pubPath, pubPEM, 0o644); err != nil {
 				// Leave no half pair behind.
 				os.Remove(keyPath)
 				if errors.Is(err, fs.ErrExist) {

@@ -20,8 +20,8 @@ import (
 	"cuelang.org/go/cue/token"
 
 	"github.com/policyc/policyc/internal/clip"
-	"github.com/policyc/policyc/internal/regfile"
-	"github.com/policyc/policyc/internal/utf8pos"
+	"github.com/policyc/policyc/internal/fileio"
+	"github.com/policyc/policyc/internal/jsonerr"
 )
 
 // File is one policy source: its slash-separated name relative to the policy
@@ -51,8 +51,8 @@ func ReadDir(dir string) ([]File, error) {
 		if e.IsDir() || !strings.HasSuffix(name, ".cue") || IsConfigFile(name) {
 			continue
 		}
-		data, err := regfile.Read(filepath.Join(dir, name))
-		if errors.Is(err, regfile.ErrDirectory) {
+		data, err := fileio.ReadRegular(filepath.Join(dir, name))
+		if errors.Is(err, fileio.ErrDirectory) {
 			continue
 		}
 		if err != nil {
@@ -136,7 +136,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 }
 
 func invalidUTF8Pos(f File) Position {
-	line, col := utf8pos.LineColumn(f.Data, utf8pos.FirstInvalid(f.Data))
+	line, col := jsonerr.LineColumn(f.Data, jsonerr.FirstInvalidUTF8(f.Data))
 	return Position{File: f.Name, Line: line, Column: col}
 }
 

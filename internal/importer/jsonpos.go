@@ -8,7 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/policyc/policyc/internal/utf8pos"
+	"github.com/policyc/policyc/internal/jsonerr"
 )
 
 // jsonNode is a JSON value with the position it starts at, so that import
@@ -61,7 +61,7 @@ func parseJSON(file string, data []byte) (*jsonNode, error) {
 	}
 	// JSON is UTF-8; a decoder would put U+FFFD for each bad byte, and the
 	// rule it is in would be carried over changed.
-	if bad := utf8pos.FirstInvalid(data); bad >= 0 {
+	if bad := jsonerr.FirstInvalidUTF8(data); bad >= 0 {
 		return nil, &jsonError{p.at(bad), "not valid UTF-8 here: JSON text is UTF-8; save the file as UTF-8"}
 	}
 	n, err := p.value()

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/fileio"
 )
 
 // Files of the store, in the gateway's state directory.
@@ -182,7 +182,7 @@ func (s *store) compact(reqs []*Request) error {
 		b = append(append(b, line...), '\n')
 	}
 	path := filepath.Join(s.dir, StateFile)
-	if err := atomicfile.Write(path, b, 0o600); err != nil {
+	if err := fileio.WriteAtomic(path, b, 0o600); err != nil {
 		return fmt.Errorf("compact the approval store: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/policyc/policyc/internal/atomicfile"
+	"github.com/policyc/policyc/internal/fileio"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -332,7 +332,7 @@ func writeState(path string, s acceptedState) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(path, append(b, '\n'), 0o600); err != nil {
+	if err := fileio.WriteAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("record the accepted table: %w", err)
 	}
 	return nil

@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/policyc/policyc/internal/utf8pos"
+	"github.com/policyc/policyc/internal/jsonerr"
 )
 
 // Envelope is a DSSE envelope, decoded: Payload and each Sig are raw bytes.
@@ -80,7 +80,7 @@ func malformed(format string, args ...any) error {
 // (payloadType, payload, signatures, and sig in each signature) must be
 // present, and nothing may follow the envelope but whitespace.
 func Parse(b []byte) (*Envelope, error) {
-	if err := utf8pos.CheckJSONStart(b); err != nil {
+	if err := jsonerr.CheckStart(b); err != nil {
 		return nil, malformed("%v", err)
 	}
 	s := &scanner{b: b}

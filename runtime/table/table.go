@@ -31,8 +31,7 @@ import (
 	// the time: a gateway's boot does both.
 	"github.com/segmentio/encoding/json"
 
-	"github.com/policyc/policyc/internal/jsonkind"
-	"github.com/policyc/policyc/internal/utf8pos"
+	"github.com/policyc/policyc/internal/jsonerr"
 )
 
 // Format is the format version this build writes and reads.
@@ -380,7 +379,7 @@ func Decode(b []byte) (*Table, error) {
 // core, but must use neither the table nor what it prepared until prove
 // has returned nil, and must discard both if it returns an error.
 func DecodeDeferred(b []byte) (t *Table, prove func() error, err error) {
-	if err := utf8pos.CheckJSONStart(b); err != nil {
+	if err := jsonerr.CheckStart(b); err != nil {
 		return nil, nil, err
 	}
 	// Parse reads b in place: a Decoder would first copy it into buffers
@@ -482,7 +481,7 @@ func decodeError(b []byte, err error) error {
 			where = fmt.Sprintf("field %q", typ.Field)
 		}
 		return fmt.Errorf("not a decision table: %s holds a JSON %s where the table has %s",
-			where, typ.Value, jsonkind.Of(typ.Type))
+			where, typ.Value, jsonerr.KindOf(typ.Type))
 	case strings.HasPrefix(serr.Error(), "json: unknown field "):
 		return fmt.Errorf("not a decision table: %s", strings.TrimPrefix(serr.Error(), "json: "))
 	}

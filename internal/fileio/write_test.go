@@ -1,4 +1,4 @@
-package atomicfile
+package fileio
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ func TestWriteReplacesWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(path, []byte("new content"), 0o600); err != nil {
+	if err := WriteAtomic(path, []byte("new content"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -30,7 +30,7 @@ func TestWriteReplacesWhole(t *testing.T) {
 
 func TestWriteMissingDirectoryLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	if err := Write(filepath.Join(dir, "no", "such", "out.json"), []byte("x"), 0o644); err == nil {
+	if err := WriteAtomic(filepath.Join(dir, "no", "such", "out.json"), []byte("x"), 0o644); err == nil {
 		t.Fatal("no error for a missing directory")
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -45,7 +45,7 @@ func TestWriteDevice(t *testing.T) {
 	if err != nil || before.Mode().IsRegular() {
 		t.Skipf("%s is not a device here", os.DevNull)
 	}
-	if err := Write(os.DevNull, []byte("discarded"), 0o644); err != nil {
+	if err := WriteAtomic(os.DevNull, []byte("discarded"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	after, err := os.Stat(os.DevNull)
@@ -62,7 +62,7 @@ func TestWriteDirectory(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := Write(dir, []byte("x"), 0o644)
+	err := WriteAtomic(dir, []byte("x"), 0o644)
 	if err == nil || err.Error() != "write "+dir+": it is a directory; give the path of the file to write, in it or elsewhere" {
 		t.Fatalf("error %v", err)
 	}
@@ -79,13 +79,13 @@ func TestWriteDirectory(t *testing.T) {
 func TestCreateNeverReplaces(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ci.key")
-	if err := Create(path, []byte("first"), 0o600); err != nil {
+	if err := CreateAtomic(path, []byte("first"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("created file: %v %v", fi, err)
 	}
-	if err := Create(path, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
+	if err := CreateAtomic(path, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("Create over an existing file: %v, want fs.ErrExist", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "first" {
@@ -95,7 +95,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "nowhere"), link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Create(link, []byte("x"), 0o600); !errors.Is(err, fs.ErrExist) {
+	if err := CreateAtomic(link, []byte("x"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("Create over a dangling link: %v, want fs.ErrExist", err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {

@@ -1,8 +1,8 @@
-package utf8pos
+package jsonerr
 
 import "testing"
 
-func TestFirstInvalid(t *testing.T) {
+func TestFirstInvalidUTF8(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int
@@ -10,8 +10,8 @@ func TestFirstInvalid(t *testing.T) {
 		{"", -1}, {"plain", -1}, {"é😀", -1},
 		{"\xff", 0}, {"ab\xffc", 2}, {"é\xe2\x82", 2}, {"a\xed\xa0\x80", 1}, // a truncated rune, a surrogate
 	} {
-		if got := FirstInvalid([]byte(tc.in)); got != tc.want {
-			t.Errorf("FirstInvalid(%q) = %d, want %d", tc.in, got, tc.want)
+		if got := FirstInvalidUTF8([]byte(tc.in)); got != tc.want {
+			t.Errorf("FirstInvalidUTF8(%q) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }

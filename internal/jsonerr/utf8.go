@@ -1,6 +1,4 @@
-// Package utf8pos finds where text stops being UTF-8, for errors that
-// point at the byte at fault.
-package utf8pos
+package jsonerr
 
 import (
 	"bytes"
@@ -8,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// FirstInvalid returns the offset of the first byte of b that is not part
+// FirstInvalidUTF8 returns the offset of the first byte of b that is not part
 // of valid UTF-8, or -1 when b is valid.
-func FirstInvalid(b []byte) int {
+func FirstInvalidUTF8(b []byte) int {
 	if utf8.Valid(b) {
 		return -1
 	}
@@ -35,12 +33,12 @@ func LineColumn(b []byte, off int) (line, col int) {
 // bom is the byte order mark an editor may put before a file's text.
 var bom = []byte("\xef\xbb\xbf")
 
-// ErrBOM is what CheckJSONStart reports.
+// ErrBOM is what CheckStart reports.
 var ErrBOM = errors.New("the file starts with a byte order mark (U+FEFF), which JSON does not allow: an editor or a tool re-saved it; use the file as policyc wrote it")
 
-// CheckJSONStart returns ErrBOM when b, a JSON file, starts with a byte
+// CheckStart returns ErrBOM when b, a JSON file, starts with a byte
 // order mark, which a JSON decoder would call an invalid character.
-func CheckJSONStart(b []byte) error {
+func CheckStart(b []byte) error {
 	if bytes.HasPrefix(b, bom) {
 		return ErrBOM
 	}

@@ -1,11 +1,11 @@
-package jsonkind
+package jsonerr
 
 import (
 	"reflect"
 	"testing"
 )
 
-func TestOf(t *testing.T) {
+func TestKindOf(t *testing.T) {
 	var n *int
 	cases := []struct {
 		t    reflect.Type
@@ -25,8 +25,8 @@ func TestOf(t *testing.T) {
 		{nil, "another value"},
 	}
 	for _, c := range cases {
-		if got := Of(c.t); got != c.want {
-			t.Errorf("Of(%v) = %q, want %q", c.t, got, c.want)
+		if got := KindOf(c.t); got != c.want {
+			t.Errorf("KindOf(%v) = %q, want %q", c.t, got, c.want)
 		}
 	}
 }

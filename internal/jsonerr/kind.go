@@ -1,14 +1,15 @@
-// Package jsonkind names, for error messages, the JSON value a Go type
-// decodes from.
-package jsonkind
+// Package jsonerr helps write messages about bad JSON input: where it
+// stops being UTF-8, the line and column of a byte, and what kind of JSON
+// value a Go type wanted.
+package jsonerr
 
 import "reflect"
 
-// Of names the JSON value a value of type t decodes from: "an object", "an
+// KindOf names the JSON value a value of type t decodes from: "an object", "an
 // array", "a string", "true or false", "an integer", "an integer of 0 or
 // more" (unsigned) or "a number"; a nil type, or one of another kind, is
 // "another value".
-func Of(t reflect.Type) string {
+func KindOf(t reflect.Type) string {
 	if t == nil {
 		return "another value"
 	}

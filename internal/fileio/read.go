@@ -1,8 +1,9 @@
-// Package regfile reads the files a command finds by listing a directory
+// Package fileio reads and writes the files the commands handle. It reads
+// the files a command finds by listing a directory
 // (the .cue files of a policy, the .json snapshots of a catalogue). Such a
 // file must be a regular file, or a symbolic link to one: reading a named
 // pipe would wait for a writer forever, and a device has no end.
-package regfile
+package fileio
 
 import (
 	"errors"
@@ -11,15 +12,15 @@ import (
 	"os"
 )
 
-// ErrDirectory is the error (in an *fs.PathError) Read returns for a name
+// ErrDirectory is the error (in an *fs.PathError) ReadRegular returns for a name
 // that leads to a directory (through a symbolic link, or not); a directory
 // listing's caller may skip it as it skips the directories themselves.
 var ErrDirectory = errors.New("is a directory")
 
-// Read reads the file at path, refusing anything but a regular file. Its
+// ReadRegular reads the file at path, refusing anything but a regular file. Its
 // errors are *fs.PathError values naming the path; for a file that is not
 // a regular one, the error says what it is instead.
-func Read(path string) ([]byte, error) {
+func ReadRegular(path string) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {

@@ -1,6 +1,4 @@
-// Package atomicfile writes files so that readers see either the old
-// content or the whole new content, never a partial file.
-package atomicfile
+package fileio
 
 import (
 	"fmt"
@@ -8,14 +6,14 @@ import (
 	"path/filepath"
 )
 
-// Write writes data to path through a temporary file in the same directory,
+// WriteAtomic writes data to path through a temporary file in the same directory,
 // synced and renamed into place. On any error the temporary file is removed
 // and path is untouched.
 //
 // A directory is refused by name. A path that exists and is not a regular
 // file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would replace the device
 // or pipe with a file, and there is no partial file to guard against.
-func Write(path string, data []byte, perm os.FileMode) error {
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	fi, statErr := os.Stat(path)
 	if statErr == nil && fi.IsDir() {
 		// Renaming a file over a directory fails with a word about the
@@ -36,12 +34,12 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	return place(path, data, perm, os.Rename)
 }
 
-// Create is Write for a file that must not exist yet: the whole file
+// CreateAtomic is Write for a file that must not exist yet: the whole file
 // appears at path, or nothing does, and a file that exists there, even
 // one made a moment before, is never replaced (the error wraps
 // fs.ErrExist). The temporary file is linked into place, which fails where
 // something exists, instead of renamed over it.
-func Create(path string, data []byte, perm os.FileMode) error {
+func CreateAtomic(path string, data []byte, perm os.FileMode) error {
 	return place(path, data, perm, func(tmp, path string) error {
 		if err := os.Link(tmp, path); err != nil {
 			return err

@@ -644,3 +644,22 @@ func TestTableExpired(t *testing.T) {
 		t.Error("a table whose expiry is not RFC 3339 loads")
 	}
 }
+
+// TestLoadVerifiedLimits: an envelope past the signature limit is refused
+// as malformed before any signature is checked, even when one of its
+// signatures is by a trusted key.
+func TestLoadVerifiedLimits(t *testing.T) {
+	payload := verifyEncode(t, verifySmallTable(3, ""))
+	trustedK := verifyKey(20)
+	keys := []ed25519.PrivateKey{trustedK}
+	for i := range envelope.MaxSignatures {
+		keys = append(keys, verifyKey(byte(30+i)))
+	}
+	if _, _, err := decide.LoadVerified(verifySeal(table.PayloadType, payload, keys[:envelope.MaxSignatures]...), verifyTrust(trustedK)); err != nil {
+		t.Fatalf("%d signatures, one trusted: %v", envelope.MaxSignatures, err)
+	}
+	_, _, err := decide.LoadVerified(verifySeal(table.PayloadType, payload, keys...), verifyTrust(trustedK))
+	if !errors.Is(err, decide.ErrBadSignature) || !errors.Is(err, envelope.ErrTooManySignatures) {
+		t.Fatalf("%d signatures: %v, want ErrBadSignature for ErrTooManySignatures", len(keys), err)
+	}
+}

@@ -78,8 +78,14 @@ func malformed(format string, args ...any) error {
 // could let two readers disagree: field names match exactly (not
 // case-insensitively), a field may not appear twice, the required fields
 // (payloadType, payload, signatures, and sig in each signature) must be
-// present, and nothing may follow the envelope but whitespace.
+// present, and nothing may follow the envelope but whitespace. An envelope
+// over MaxSize, or with more than MaxSignatures signatures, is refused
+// (ErrTooLarge, ErrTooManySignatures) before any signature is decoded past
+// the limit.
 func Parse(b []byte) (*Envelope, error) {
+	if len(b) > MaxSize {
+		return nil, tooLarge("the envelope", int64(len(b)))
+	}
 	if err := jsonerr.CheckStart(b); err != nil {
 		return nil, malformed("%v", err)
 	}
@@ -108,6 +114,9 @@ func Parse(b []byte) (*Envelope, error) {
 			hasSigs = true
 			e.Signatures = []Signature{}
 			return s.array("signatures", func(i int) error {
+				if i == MaxSignatures {
+					return fmt.Errorf("%w: signatures[%d]: a policyc envelope carries at most %d signatures (MaxSignatures); sign with fewer keys at once", ErrTooManySignatures, i, MaxSignatures)
+				}
 				sig, err := s.signature(fmt.Sprintf("signatures[%d]", i))
 				e.Signatures = append(e.Signatures, sig)
 				return err

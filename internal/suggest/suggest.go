@@ -28,9 +28,8 @@ func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(p
 // MaxNameRunes is the longest name Nearest looks for a misspelling of.
 // The edit distance of a name of r runes costs r × (2×limit+1) cells per
 // candidate at most, and the limit grows with the name (a third of it), so
-// the cost still grows with the square of the name: a catalogue of 200
-// tools of 1,000 characters, checked against 20 patterns that match none,
-// took 14 s of policyc lint. No one misspells a name of more than 256
+// the cost still grows with the square of the name, which a catalogue of
+// long tool names would turn into minutes of lint. No one misspells a name of more than 256
 // characters by hand (MCP advises tool names of at most 128), and such a
 // name is reported all the same, only without a "did you mean". Up to it,
 // a candidate costs at most 256 × 256 cells.

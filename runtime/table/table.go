@@ -27,8 +27,8 @@ import (
 	"unicode/utf8"
 
 	// Writes the same bytes as encoding/json (the golden tables pin
-	// them), and decodes and re-encodes a large table in two thirds of
-	// the time: a gateway's boot does both.
+	// them), and decodes and re-encodes a large table faster (see
+	// docs/performance.md): a gateway's boot does both.
 	"github.com/segmentio/encoding/json"
 
 	"github.com/policyc/policyc/internal/jsonerr"
@@ -237,9 +237,9 @@ func (sc *Scope) AppliesTo(principal string) bool {
 // ScopeIndexes returns, for n scopes in order (scope(i) is the i-th), the
 // indexes of those that apply to every principal and, for each principal
 // a scope names, the indexes of those that apply to it; both in scope
-// order. It is one pass over the scopes and their members: asking every
-// scope about every principal took 16 s for 16,000 principals with a
-// scope each. Group members are sorted in what policyc writes; a group
+// order. It is one pass over the scopes and their members, not a question
+// to every scope about every principal, which grows with their product.
+// Group members are sorted in what policyc writes; a group
 // whose members are not (a table or policy built by hand) is asked with
 // AppliesTo, so the answer is the same.
 func ScopeIndexes(n int, scope func(i int) Scope) (everyone []int, each map[string][]int) {

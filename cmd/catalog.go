@@ -19,6 +19,7 @@ import (
 	"github.com/policyc/policyc/catalog/pull"
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/fileio"
+	"github.com/policyc/policyc/runtime/gateway/config"
 )
 
 func init() { register(newCatalogCmd) }
@@ -119,13 +120,13 @@ Examples:
 // gateway's own reader, so that pull starts exactly what the gateway would.
 // The whole configuration is checked, but not the files and secrets only
 // the running gateway uses.
-func catalogUpstreams(config string, stderr io.Writer) ([]pull.Upstream, error) {
-	s, err := readGatewayConfig(gatewayOptions{config: config, use: forPull}, stderr)
+func catalogUpstreams(path string, stderr io.Writer) ([]pull.Upstream, error) {
+	s, _, err := readGatewayConfig(gatewayOptions{config: path}, config.ForPull, stderr)
 	if err != nil {
 		return nil, err
 	}
-	ups := make([]pull.Upstream, 0, len(s.cfg.Upstreams))
-	for _, u := range s.cfg.Upstreams {
+	ups := make([]pull.Upstream, 0, len(s.Gateway.Upstreams))
+	for _, u := range s.Gateway.Upstreams {
 		switch {
 		case u.URL != "":
 			ups = append(ups, pull.HTTP(u.Name, u.URL, u.Header))

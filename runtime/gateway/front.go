@@ -92,7 +92,7 @@ func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return
 // one array, as JSON-RPC asks; once a later version is negotiated, a batch
 // is refused, as the HTTP front refuses it.
 type lineConn struct {
-	out      *syncWriter
+	out      *SyncWriter
 	incoming chan lineMsgs
 	closed   chan struct{}
 	once     sync.Once
@@ -143,7 +143,7 @@ type lineBatch struct {
 }
 
 func newLineConn(in io.Reader, out io.Writer) *lineConn {
-	c := &lineConn{out: &syncWriter{w: out}, incoming: make(chan lineMsgs), closed: make(chan struct{}), stopping: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
+	c := &lineConn{out: NewSyncWriter(out), incoming: make(chan lineMsgs), closed: make(chan struct{}), stopping: make(chan struct{}), batches: map[jsonrpc.ID]*lineBatch{},
 		pending: map[jsonrpc.ID]bool{}, inUse: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.readLoop(in)
 	return c
@@ -353,14 +353,19 @@ func (c *lineConn) Close() error {
 
 func (c *lineConn) SessionID() string { return "" }
 
-// syncWriter serializes writes: responses and the answers to malformed
-// lines share the output, and each is written as one whole line.
-type syncWriter struct {
+// SyncWriter serializes writes to one writer, so that writers sharing it
+// each write whole lines: the stdio front's responses and its answers to
+// malformed lines share its output, and the command's operational log
+// and decision log share standard error.
+type SyncWriter struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
+// NewSyncWriter returns a SyncWriter that writes to w.
+func NewSyncWriter(w io.Writer) *SyncWriter { return &SyncWriter{w: w} }
+
+func (s *SyncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)

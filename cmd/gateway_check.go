@@ -1,0 +1,76 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/gateway/config"
+)
+
+// writeGatewayCheck prints what gateway --check found: the table, the
+// upstreams, the front and the approval gate the gateway would run with.
+func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.Table) {
+	fmt.Fprintf(w, "gateway configuration %s: OK\n", config)
+	fmt.Fprintf(w, "  table:     %s (serial %d, %s)\n", s.Table, t.Serial(), t.Digest())
+	for i, u := range s.Gateway.Upstreams {
+		label := "upstreams:"
+		if i > 0 {
+			label = "          "
+		}
+		note := ""
+		if _, ok := t.Source().Servers[u.Name]; !ok {
+			note = " (not in the table: everything it offers is denied)"
+		}
+		fmt.Fprintf(w, "  %s %s (%s)%s\n", label, u.Name, s.Kinds[u.Name], note)
+	}
+	if s.Address == "" {
+		fmt.Fprintf(w, "  front:     stdio, principal %s\n", s.Principal)
+	} else {
+		principals := map[string]bool{}
+		for _, p := range s.HTTP.Tokens {
+			principals[p] = true
+		}
+		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.Address, count(len(principals), "principal"))
+		h := s.HTTP.WithDefaults()
+		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", h.MaxSessions, count(int(h.IdleTimeout/time.Minute), "minute"))
+	}
+	if s.Approvals == nil {
+		fmt.Fprintf(w, "  approvals: no approval gate; ui:// resources stay denied\n")
+		return
+	}
+	var channels []string
+	for _, name := range sortedChannelNames(t) {
+		channels = append(channels, fmt.Sprintf("%s (%s)", name, t.Source().Channels[name].Kind))
+	}
+	line := strings.Join(channels, ", ")
+	if line == "" {
+		line = "no channels in the table"
+	}
+	if s.AdminAddress != "" {
+		line += "; admin on " + s.AdminAddress
+	}
+	fmt.Fprintf(w, "  approvals: %s\n", line)
+	fmt.Fprintf(w, "  holds:     progress every %ds; approve once used within %ds; consent waits %ds\n",
+		s.Approvals.ProgressInterval/time.Second, s.Approvals.OnceWindow/time.Second, s.Approvals.ConsentWait/time.Second)
+}
+
+// sortedChannelNames lists the channels a table defines, those of the
+// served servers first as the table names them.
+func sortedChannelNames(t *decide.Table) []string {
+	names := make([]string, 0, len(t.Source().Channels))
+	for name := range t.Source().Channels {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ki, kj := t.Source().Channels[names[i]].Kind, t.Source().Channels[names[j]].Kind
+		if ki != kj {
+			return ki < kj
+		}
+		return names[i] < names[j]
+	})
+	return names
+}

@@ -1,0 +1,96 @@
+package cmd
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/policyc/policyc/runtime/approval"
+	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// tableLoader reads the signed table and verifies it, every time: at boot
+// and on every reload. It is the gateway's only way to a table.
+func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*decide.Table) error) (*decide.Table, error) {
+	return func(accept func(*decide.Table) error) (*decide.Table, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read the signed table: %w", err)
+		}
+		// The state records a table only once the gateway accepts it, and
+		// never for --check, which must not change what a start accepts.
+		t, _, err := decide.LoadVerified(b, decide.VerifyOptions{Trusted: trusted, StateDir: stateDir, Accept: accept, ReadOnly: check})
+		if err != nil {
+			return nil, fmt.Errorf("%s refused: %w", path, err)
+		}
+		return t, nil
+	}
+}
+
+// checkChannels reports every approval or consent channel of a served
+// server that cannot reach anyone through the gate as configured.
+func checkChannels(t *decide.Table, gate *approval.Gate, upstreams []string) error {
+	src := t.Source()
+	approves := func(a *table.Access) bool {
+		if a == nil {
+			return false
+		}
+		for _, r := range a.Rules {
+			if r.Effect == table.Approve.String() {
+				return true
+			}
+		}
+		return false
+	}
+	var errs []error
+	checked := map[string]bool{}
+	check := func(server, what, name string) {
+		if name == "" {
+			errs = append(errs, fmt.Errorf("server %s %s but names no channel", server, what))
+			return
+		}
+		if checked[name] {
+			return
+		}
+		checked[name] = true
+		ch, ok := src.Channels[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("server %s %s through channel %q, which the table does not define", server, what, name))
+			return
+		}
+		if err := gate.CheckChannel(name, approval.Channel{Name: name, Kind: ch.Kind, URL: ch.URL}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range upstreams {
+		s, ok := src.Servers[name]
+		if !ok {
+			continue
+		}
+		held := approves(s.Tool)
+		for _, sc := range src.Scopes {
+			for _, key := range []string{name, table.AllServers} {
+				if ss, ok := sc.Servers[key]; ok {
+					held = held || approves(ss.Tool)
+				}
+			}
+		}
+		if held {
+			check(name, "holds tool calls for approval", s.Tool.ApprovalChannel)
+		}
+		if s.UI != nil && len(s.UI.AllowList) > 0 {
+			check(name, "asks consent for ui:// resources", s.UI.ConsentChannel)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime/approval"
+)
+
+// The approval gate's timings when the configuration leaves them out (the
+// schema's defaults). They are passed to the gate explicitly, so that a
+// check prints what the gate runs with.
+const (
+	defaultConsentWait      = 60 * time.Second
+	defaultOnceWindow       = 30 * time.Second
+	defaultProgressInterval = 15 * time.Second
+)
+
+// front checks the front the clients connect to: stdio for one principal,
+// or streamable HTTP with a token hash per principal.
+func (r *reader) front() {
+	c := r.c
+	switch fr := r.file.Front; {
+	case fr.Stdio != nil && fr.HTTP != nil:
+		r.bad("front", "both stdio and http are set; the gateway has one front", "keep one of them")
+	case fr.Stdio == nil && fr.HTTP == nil:
+		r.bad("front", "no front is set", `give stdio: principal: "NAME" or http: {address: "127.0.0.1:8080", principals: ...}`)
+	case fr.Stdio != nil:
+		c.Principal = fr.Stdio.Principal
+	default:
+		h := fr.HTTP
+		if err := checkListenAddress(h.Address); err != nil {
+			r.bad("front.http.address", fmt.Sprintf("%q is not host:port (%v)", h.Address, err), `for example "127.0.0.1:8080"`)
+		}
+		c.Address = h.Address
+		c.HTTP.Tokens = map[string]string{}
+		c.HTTP.IdleTimeout = time.Duration(h.IdleTimeoutMinutes) * time.Minute
+		c.HTTP.MaxSessions = h.MaxSessions
+		principals := slices.Sorted(maps.Keys(h.Principals))
+		if len(principals) == 0 {
+			// The front would refuse to start, after the upstreams were
+			// connected: say it while reading, for --check too.
+			r.bad("front.http.principals", "no principal: the HTTP front admits only clients with a configured token, so no client could connect",
+				`add a principal with the SHA-256 of its bearer token, e.g. principals: alice: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum)`)
+		}
+		for _, p := range principals {
+			if len(h.Principals[p].TokenSHA256) == 0 {
+				r.bad("front.http.principals."+p+".token_sha256", "no token: this principal could never connect", "add the SHA-256 of its bearer token, or remove the principal")
+			}
+			for _, hash := range h.Principals[p].TokenSHA256 {
+				if q, dup := c.HTTP.Tokens[hash]; dup && q != p {
+					r.bad("front.http.principals."+p+".token_sha256", fmt.Sprintf("token hash %s… is also %s's: a token identifies one principal", hash[:12], q), "give each principal its own token")
+				}
+				c.HTTP.Tokens[hash] = p
+			}
+		}
+	}
+}
+
+// approvals checks the approvals block: the gate's timings, the settings
+// per server, the webhook secret and the admin listener.
+func (r *reader) approvals() {
+	a := r.file.Approvals
+	if a == nil {
+		return
+	}
+	c, file := r.c, r.file
+	envWhere, envWhen := r.o.Use.environment()
+	c.Approvals = &approval.Config{
+		Servers:          map[string]approval.ServerOptions{},
+		ConsentWait:      seconds(a.ConsentWaitSeconds, defaultConsentWait),
+		OnceWindow:       seconds(a.ApproveOnceWindowSeconds, defaultOnceWindow),
+		ProgressInterval: seconds(a.ProgressIntervalSeconds, defaultProgressInterval),
+	}
+	upstreams := slices.Sorted(maps.Keys(file.Upstreams))
+	for _, name := range slices.Sorted(maps.Keys(a.Servers)) {
+		so := a.Servers[name]
+		// A server that is not an upstream would take the settings
+		// silently: a misspelt preview: false would leave previews on.
+		if _, ok := file.Upstreams[name]; !ok && !r.broken("upstreams."+name) {
+			hint := "name a server of upstreams: " + strings.Join(upstreams, ", ")
+			if near := compiler.Suggest(name, upstreams); near != "" {
+				hint = fmt.Sprintf("did you mean %q? The upstreams: %s", near, strings.Join(upstreams, ", "))
+			}
+			r.bad("approvals.servers."+name, fmt.Sprintf("%q is not an upstream: its settings would apply to nothing", name), hint)
+			continue
+		}
+		c.Approvals.Servers[name] = approval.ServerOptions{MaxDuration: so.MaxApproval, NoPreview: so.Preview != nil && !*so.Preview}
+	}
+	// A pull sends no webhook: the secret need not be set for it.
+	if a.WebhookSecretEnv != "" && r.o.Use == ForGateway {
+		secret, set := os.LookupEnv(a.WebhookSecretEnv)
+		switch {
+		case !set:
+			r.bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes and is not set in %s", varName(a.WebhookSecretEnv), envWhere),
+				envWhen+", e.g. with: openssl rand -hex 32 (webhook receivers verify deliveries with the same secret)")
+		case len(secret) < 16:
+			r.bad("approvals.webhook_secret_env", fmt.Sprintf("%s must hold at least 16 bytes (it holds %d)", varName(a.WebhookSecretEnv), len(secret)), "export it before starting the gateway, e.g. with: openssl rand -hex 32")
+		}
+		c.Approvals.Webhook.Secret = []byte(secret)
+	}
+	ad := a.Admin
+	if ad == nil {
+		return
+	}
+	if err := checkListenAddress(ad.Address); err != nil {
+		r.bad("approvals.admin.address", fmt.Sprintf("%q is not host:port (%v)", ad.Address, err), `for example "127.0.0.1:8443"`)
+	} else if sameListener(ad.Address, c.Address) {
+		// The second listener would fail to start, after the upstreams
+		// were connected: say it while reading.
+		r.bad("approvals.admin.address", fmt.Sprintf("%q is also where front.http.address (%q) listens: the admin listener needs an address of its own", ad.Address, c.Address),
+			"give it a port of its own, on an internal address")
+	}
+	c.AdminAddress = ad.Address
+	c.Approvals.PageServed = true
+	// Without public_url, links name the listener's address once it
+	// listens.
+	c.Approvals.PageURL = ad.PublicURL
+	c.Admin.Approvers = map[string]string{}
+	c.Admin.ClientTokens = maps.Clone(c.HTTP.Tokens)
+	if c.Admin.ClientTokens == nil {
+		c.Admin.ClientTokens = map[string]string{}
+	}
+	names := slices.Sorted(maps.Keys(ad.Approvers))
+	if len(names) == 0 {
+		// The listener would refuse to start, after the upstreams were
+		// connected: say it while reading, for --check too.
+		r.bad("approvals.admin.approvers", "no approver: the approvals page and the admin API admit approvers only, so no one could decide a held call",
+			`add an approver with the SHA-256 of its token, e.g. approvers: carol: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or remove admin`)
+	}
+	for _, n := range names {
+		key := "approvals.admin.approvers." + n + ".token_sha256"
+		if len(ad.Approvers[n].TokenSHA256) == 0 {
+			r.bad(key, "no token: this approver could never sign in", "add the SHA-256 of its token, or remove the approver")
+		}
+		for _, hash := range ad.Approvers[n].TokenSHA256 {
+			if q, dup := c.Admin.Approvers[hash]; dup && q != n {
+				r.bad(key, fmt.Sprintf("token hash %s… is also %s's: a token identifies one approver", hash[:12], q), "give each approver its own token")
+			}
+			if p, dup := c.HTTP.Tokens[hash]; dup {
+				r.bad(key, fmt.Sprintf("token hash %s… is also the MCP client token of %s: an agent must not be able to approve", hash[:12], p), "give approvers tokens of their own")
+			}
+			c.Admin.Approvers[hash] = n
+		}
+	}
+}
+
+// seconds is a configured number of seconds, or def when it is not set
+// (the schema admits only positive values).
+func seconds(n int, def time.Duration) time.Duration {
+	if n == 0 {
+		return def
+	}
+	return time.Duration(n) * time.Second
+}

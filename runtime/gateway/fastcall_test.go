@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -198,27 +199,41 @@ func TestHTTPFastCallCancelled(t *testing.T) {
 
 // TestHTTPIdleTimeoutCountsEveryCall: a session whose client only calls
 // tools, which the front answers itself, is not idle; one without a
-// request for the idle timeout is closed.
+// request for the idle timeout is closed, and not before. In a synctest
+// bubble, so the timeout passes in fake time, exactly.
 func TestHTTPIdleTimeoutCountsEveryCall(t *testing.T) {
-	tg := startGateway(t, nil)
-	const idle = 400 * time.Millisecond
-	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
-	do := rawHTTP(t, srv.URL)
-	session := rawHTTPSession(t, do, legacyVersion)
-	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
-	before := tg.fastAnswered.Load()
-	for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
-		if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusOK {
-			t.Fatalf("a call %v after the session opened was answered %s %s", time.Since(end.Add(-3*idle)), resp.Status, out)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		const idle = 400 * time.Millisecond
+		_, do := memFront(t, tg, HTTPOptions{IdleTimeout: idle})
+		session := rawHTTPSession(t, do, legacyVersion)
+		call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
+		before := tg.fastAnswered.Load()
+		const calls = 12 // three idle timeouts' worth
+		for i := range calls {
+			if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusOK {
+				t.Fatalf("call %d, %v after the session opened, was answered %s %s", i, time.Duration(i)*idle/4, resp.Status, out)
+			}
+			time.Sleep(idle / 4)
 		}
-	}
-	if n := tg.fastAnswered.Load() - before; n < 8 {
-		t.Fatalf("the front answered %d calls itself; want them all", n)
-	}
-	eventually(t, 10*idle, "the idle session to close", func() bool { return len(tg.sessionsOf(t, "alice")) == 0 })
-	if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("a call in the closed session was answered %s %s; want 404", resp.Status, out)
-	}
+		if n := tg.fastAnswered.Load() - before; n != calls {
+			t.Fatalf("the front answered %d of %d calls itself; want them all", n, calls)
+		}
+		time.Sleep(idle - idle/4 - time.Millisecond)
+		synctest.Wait()
+		if len(tg.sessionsOf(t, "alice")) != 1 {
+			t.Fatalf("the session was closed before it was idle for %v", idle)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n := len(tg.sessionsOf(t, "alice")); n != 0 {
+			t.Fatalf("%d session(s) open after %v idle", n, idle)
+		}
+		if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, call); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("a call in the closed session was answered %s %s; want 404", resp.Status, out)
+		}
+	})
 }
 
 // A message the front reads (to answer a tools/call, or to act on a
@@ -373,6 +388,12 @@ func TestHTTPDuplicateInFlightID(t *testing.T) {
 // changed (an empty value deletes one; "Host" sets the request's host).
 func postWith(t *testing.T, url, session, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
+	return postVia(t, http.DefaultClient, url, session, body, header)
+}
+
+// postVia is postWith through client.
+func postVia(t *testing.T, client *http.Client, url, session, body string, header map[string]string) (*http.Response, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer alice-token")
 	req.Header.Set("Content-Type", "application/json")
@@ -389,7 +410,7 @@ func postWith(t *testing.T, url, session, body string, header map[string]string)
 			req.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,58 +567,66 @@ func testDeleteWaits(t *testing.T, viaSDK bool) {
 
 // TestHTTPRefusedPostsDoNotKeepSessionsOpen: a POST the SDK refuses before
 // it reads it (415 for a Content-Type) does not count against a session's
-// idle time, as in the SDK.
+// idle time, as in the SDK. In a synctest bubble, over fake time.
 func TestHTTPRefusedPostsDoNotKeepSessionsOpen(t *testing.T) {
-	tg := startGateway(t, nil)
-	const idle = 400 * time.Millisecond
-	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
-	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
-	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 4) {
-		if resp, out := postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "text/plain"}); resp.StatusCode != http.StatusUnsupportedMediaType && resp.StatusCode != http.StatusNotFound {
-			t.Fatalf("answered %s %s", resp.Status, out)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		const idle = 400 * time.Millisecond
+		client, do := memFront(t, tg, HTTPOptions{IdleTimeout: idle})
+		session := rawHTTPSession(t, do, legacyVersion)
+		for range 16 { // four idle timeouts' worth
+			if resp, out := postVia(t, client, memURL, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Content-Type": "text/plain"}); resp.StatusCode != http.StatusUnsupportedMediaType && resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("answered %s %s", resp.Status, out)
+			}
+			time.Sleep(idle / 4)
 		}
-	}
-	if n := len(tg.sessionsOf(t, "alice")); n != 0 {
-		t.Errorf("after %v of POSTs the SDK refuses, %d session(s) open; want it closed after %v idle", 4*idle, n, idle)
-	}
+		synctest.Wait()
+		if n := len(tg.sessionsOf(t, "alice")); n != 0 {
+			t.Errorf("after %v of POSTs the SDK refuses, %d session(s) open; want it closed after %v idle", 4*idle, n, idle)
+		}
+	})
 }
 
 // TestHTTPIdleClockCountsAnUpload: a POST counts against its session's
 // idle time from when it arrives, as in the SDK, not once its body is
 // read: a call whose body takes longer to arrive than the idle time left
-// is answered.
+// is answered. In a synctest bubble, over fake time.
 func TestHTTPIdleClockCountsAnUpload(t *testing.T) {
-	tg := startGateway(t, nil)
-	const idle = 500 * time.Millisecond
-	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: idle})
-	session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
-	time.Sleep(idle / 2)
-	pr, pw := io.Pipe()
-	go func() {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
-		for i, part := range []string{body[:10], body[10:40], body[40:]} {
-			if i > 0 {
-				time.Sleep(idle)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		const idle = 500 * time.Millisecond
+		client, do := memFront(t, tg, HTTPOptions{IdleTimeout: idle})
+		session := rawHTTPSession(t, do, legacyVersion)
+		time.Sleep(idle / 2)
+		pr, pw := io.Pipe()
+		go func() {
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"github__echo"}}`
+			for i, part := range []string{body[:10], body[10:40], body[40:]} {
+				if i > 0 {
+					time.Sleep(idle)
+				}
+				pw.Write([]byte(part))
 			}
-			pw.Write([]byte(part))
+			pw.Close()
+		}()
+		req, _ := http.NewRequest(http.MethodPost, memURL, pr)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(sessionIDHeader, session)
+		req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		pw.Close()
-	}()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL, pr)
-	req.Header.Set("Authorization", "Bearer alice-token")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(sessionIDHeader, session)
-	req.Header.Set("Mcp-Protocol-Version", legacyVersion)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "github echo {}") {
-		t.Errorf("a call whose body took %v to arrive was answered %s %s", 2*idle, resp.Status, b)
-	}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "github echo {}") {
+			t.Errorf("a call whose body took %v to arrive was answered %s %s", 2*idle, resp.Status, b)
+		}
+	})
 }
 
 // TestFastCallsOfAClosedSession: a call that reaches the registry after
@@ -626,45 +655,59 @@ func TestFastCallsOfAClosedSession(t *testing.T) {
 // TestHTTPFrontChurn: calls on both paths, cancellations, DELETEs and idle
 // closes at once, many sessions over (run it with the race detector);
 // afterwards every session is closed and the front keeps no entry for any.
+// It runs in a synctest bubble over in-memory connections, so the idle
+// clock follows fake time: a session is closed for idleness only while
+// every goroutine waits, never because the machine was slow.
 func TestHTTPFrontChurn(t *testing.T) {
-	tg := startGateway(t, nil)
-	srv := aliceFrontWith(t, tg, HTTPOptions{IdleTimeout: 80 * time.Millisecond})
-	do := rawHTTP(t, srv.URL)
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 15 {
-				session := rawHTTPSession(t, do, legacyVersion)
-				var calls sync.WaitGroup
-				for c := range 4 {
-					calls.Add(1)
-					go func() {
-						defer calls.Done()
-						params := `{"name":"github__echo"}`
-						if c%2 == 1 {
-							params = withProgressToken(params)
-						}
-						do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c%3, params))
-						do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, c%3))
-					}()
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		const idle = 80 * time.Millisecond
+		_, do := memFront(t, tg, HTTPOptions{IdleTimeout: idle})
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for i := range 15 {
+					// An idle close may come between the handshake's two
+					// messages; the calls below then meet a closed session.
+					session, _ := tryHTTPSession(do, legacyVersion)
+					if session == "" {
+						t.Errorf("worker %d could not open session %d", w, i)
+						return
+					}
+					var calls sync.WaitGroup
+					for c := range 4 {
+						calls.Go(func() {
+							params := `{"name":"github__echo"}`
+							if c%2 == 1 {
+								params = withProgressToken(params)
+							}
+							do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, c%3, params))
+							do(http.MethodPost, "alice-token", session, legacyVersion, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, c%3))
+						})
+					}
+					switch (w + i) % 3 {
+					case 0:
+						do(http.MethodDelete, "alice-token", session, legacyVersion, "")
+					case 1:
+						time.Sleep(time.Duration(10*(w+i)%120) * time.Millisecond)
+					}
+					calls.Wait()
 				}
-				switch (w + i) % 3 {
-				case 0:
-					do(http.MethodDelete, "alice-token", session, legacyVersion, "")
-				case 1:
-					time.Sleep(time.Duration(10*(w+i)%120) * time.Millisecond)
-				}
-				calls.Wait()
-			}
-		}()
-	}
-	wg.Wait()
-	eventually(t, 5*time.Second, "every session to close", func() bool { return len(tg.sessionsOf(t, "alice")) == 0 })
-	eventually(t, 2*time.Second, "the front to forget every session", func() bool {
+			})
+		}
+		wg.Wait()
+		// Every session left open is idle now; past the timeout, all are
+		// closed and forgotten once the closes have run.
+		time.Sleep(2 * idle)
+		synctest.Wait()
+		if n := len(tg.sessionsOf(t, "alice")); n != 0 {
+			t.Errorf("%d sessions open after the idle timeout", n)
+		}
 		tg.fast.mu.Lock()
 		defer tg.fast.mu.Unlock()
-		return len(tg.fast.sessions) == 0
+		if n := len(tg.fast.sessions); n != 0 {
+			t.Errorf("the front keeps entries for %d sessions after all were closed", n)
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -746,28 +747,7 @@ func TestHTTPFrontIDs(t *testing.T) {
 // token (and, when set, a session id and an MCP-Protocol-Version), and
 // returns the answer with its body read.
 func rawHTTP(t *testing.T, url string) func(method, token, session, version, body string) (*http.Response, string) {
-	return func(method, token, session, version, body string) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set(sessionIDHeader, session)
-		}
-		if version != "" {
-			req.Header.Set("Mcp-Protocol-Version", version)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			// Not Fatal: a call may be made from a goroutine of its own.
-			t.Error(err)
-			return &http.Response{Header: http.Header{}}, ""
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, strings.TrimSpace(string(b))
-	}
+	return rawHTTPWith(t, http.DefaultClient, url)
 }
 
 // aliceFront serves tg's HTTP front, with one token for alice, until the
@@ -794,15 +774,26 @@ func aliceFrontWith(t *testing.T, tg *testGateway, opts HTTPOptions) *httptest.S
 // returns its id.
 func rawHTTPSession(t *testing.T, do func(method, token, session, version, body string) (*http.Response, string), version string) string {
 	t.Helper()
+	sid, err := tryHTTPSession(do, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sid
+}
+
+// tryHTTPSession is rawHTTPSession for a goroutine other than the test's,
+// or a session that may be closed as soon as it is opened: it returns what
+// went wrong instead of failing the test.
+func tryHTTPSession(do func(method, token, session, version, body string) (*http.Response, string), version string) (string, error) {
 	resp, out := do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	sid := resp.Header.Get(sessionIDHeader)
 	if resp.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize %s: %s %s", version, resp.Status, out)
+		return "", fmt.Errorf("initialize %s: %s %s", version, resp.Status, out)
 	}
 	if resp, out := do(http.MethodPost, "alice-token", sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("initialized: %s %s", resp.Status, out)
+		return sid, fmt.Errorf("initialized: %s %s", resp.Status, out)
 	}
-	return sid
+	return sid, nil
 }
 
 // TestHTTPFrontBadInput: what the stdio front refuses the HTTP front

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -228,91 +229,91 @@ func heldCallSession(t *testing.T, release <-chan struct{}) *rawClient {
 // TestServeIOStopAnswersCallsRead: when the stdio front is told to stop,
 // a call it has read and not yet answered still gets its answer before the
 // session ends. Here the call is held for approval, and the gate answers it
-// when it is closed, as the command closes it on SIGINT or SIGTERM.
+// when it is closed, as the command closes it on SIGINT or SIGTERM. In a
+// synctest bubble (the front runs over pipes), so "within StopTimeout" is
+// measured in fake time.
 func TestServeIOStopAnswersCallsRead(t *testing.T) {
-	closed := make(chan struct{})
-	c := heldCallSession(t, closed)
-	stopped := time.Now()
-	c.stop()
-	close(closed)
-	answer := c.next()
-	var resp struct {
-		ID     int `json:"id"`
-		Result *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(answer, &resp); err != nil || resp.ID != 7 || resp.Result == nil || !resp.Result.IsError {
-		t.Fatalf("after the stop, got %s; want the held call 7 answered as not run", answer)
-	}
-	select {
-	case err := <-c.served:
-		if !errors.Is(err, context.Canceled) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		closed := make(chan struct{})
+		c := heldCallSession(t, closed)
+		stopped := time.Now()
+		c.stop()
+		close(closed)
+		answer := c.next()
+		var resp struct {
+			ID     int `json:"id"`
+			Result *struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(answer, &resp); err != nil || resp.ID != 7 || resp.Result == nil || !resp.Result.IsError {
+			t.Fatalf("after the stop, got %s; want the held call 7 answered as not run", answer)
+		}
+		if err := <-c.served; !errors.Is(err, context.Canceled) {
 			t.Errorf("ServeIO returned %v; want context.Canceled", err)
 		}
-	case <-time.After(StopTimeout + 3*time.Second):
-		t.Fatal("ServeIO did not return after the stop")
-	}
-	if d := time.Since(stopped); d > StopTimeout {
-		t.Errorf("stopping took %s", d)
-	}
+		if d := time.Since(stopped); d > StopTimeout {
+			t.Errorf("stopping took %s", d)
+		}
+	})
 }
 
 // TestLineConnStopTakesNoNewMessage: once told to stop, the stdio front
-// reads no new message, even one already waiting to be handed over.
+// reads no new message, even one already waiting to be handed over (in a
+// synctest bubble, synctest.Wait is the moment it waits).
 func TestLineConnStopTakesNoNewMessage(t *testing.T) {
-	const line = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
-	for range 100 {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const line = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
 		c := newLineConn(strings.NewReader(line+line), io.Discard)
+		defer c.Close()
 		if _, err := c.Read(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Millisecond) // the second line waits to be handed over
+		synctest.Wait() // the second line waits to be handed over
 		c.stop()
 		if m, err := c.Read(context.Background()); err != io.EOF {
 			t.Fatalf("Read after stop = %v, %v; want io.EOF", m, err)
 		}
-		c.Close()
-	}
+	})
 }
 
 // TestServeIOStopAfterInputEnded: a stop after the client closed its
 // input (while a slow call is still running) ends the session within
-// StopTimeout, not the longer wait the end of input alone allows.
+// StopTimeout, not the longer wait the end of input alone allows. In a
+// synctest bubble (the front runs over pipes), so the wait passes in fake
+// time.
 func TestServeIOStopAfterInputEnded(t *testing.T) {
-	held := make(chan struct{})
-	oplog := &syncBuffer{}
-	tg := startGateway(t, func(c *Config) {
-		c.Logger = slog.New(slog.NewTextHandler(oplog, nil))
-		c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
-		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
-			close(held)
-			<-ctx.Done() // slow, and ends only when cancelled
-			return Verdict{Outcome: OutcomeTimedOut}, nil
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		held := make(chan struct{})
+		oplog := &syncBuffer{}
+		tg := startGateway(t, func(c *Config) {
+			c.Logger = slog.New(slog.NewTextHandler(oplog, nil))
+			c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
+			c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+				close(held)
+				<-ctx.Done() // slow, and ends only when cancelled
+				return Verdict{Outcome: OutcomeTimedOut}, nil
+			})
 		})
+		c := rawSession(t, tg.Gateway, "alice", legacyVersion)
+		go io.Copy(io.Discard, c.r)
+		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
+		<-held
+		c.w.Close()
+		synctest.Wait()
+		if !strings.Contains(oplog.String(), `msg="session ending: its input ended; answering the calls already read" principal=alice calls=1 within=1m0s`) {
+			t.Fatalf("after the end of input, the log says:\n%s", oplog.String())
+		}
+		stopped := time.Now()
+		c.stop()
+		<-c.served
+		if d := time.Since(stopped); d > StopTimeout {
+			t.Errorf("ServeIO returned %s after the stop; want within StopTimeout (%s)", d, StopTimeout)
+		}
 	})
-	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
-	go io.Copy(io.Discard, c.r)
-	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call was not held")
-	}
-	c.w.Close()
-	eventually(t, 10*time.Second, "the wait for answers after the end of input", func() bool {
-		return strings.Contains(oplog.String(), `msg="session ending: its input ended; answering the calls already read" principal=alice calls=1 within=1m0s`)
-	})
-	stopped := time.Now()
-	c.stop()
-	select {
-	case <-c.served:
-	case <-time.After(StopTimeout + 5*time.Second):
-		t.Fatal("ServeIO did not return after the stop")
-	}
-	if d := time.Since(stopped); d > StopTimeout+2*time.Second {
-		t.Errorf("ServeIO returned %s after the stop; want within StopTimeout (%s)", d.Round(time.Millisecond), StopTimeout)
-	}
 }
 
 // TestPrincipalNamesAsInThePolicy: a principal the policy can name (an

@@ -32,7 +32,8 @@ func loadSpec(tb testing.TB, spec policygen.Spec) (*decide.Table, policygen.Poli
 }
 
 // BenchmarkDecide measures one decision on generated policies: 50 servers ×
-// 35 tool rules (1,750) and 200 × 50 (10,000), about 60% globs, deny,
+// 35 tool rules (1,750), 200 × 50 (10,000), 500 × 50 (25,000) and 1,000 × 50
+// (50,000), about 60% globs, deny,
 // approval and allow mixed. Requests cycle over every server and name, hits
 // and misses alike, so each decision walks another server's automata: the
 // cache-cold case. One request in four names one of the server's exact
@@ -44,7 +45,7 @@ func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct {
 		servers, rules int
 		spread, named  bool
-	}{{50, 35, true, false}, {200, 50, true, false}, {50, 35, false, false}, {200, 50, false, false}, {50, 35, true, true}} {
+	}{{50, 35, true, false}, {200, 50, true, false}, {500, 50, true, false}, {1000, 50, true, false}, {50, 35, false, false}, {200, 50, false, false}, {1000, 50, false, false}, {50, 35, true, true}} {
 		name := fmt.Sprintf("rules=%d", size.servers*size.rules)
 		if !size.spread {
 			name += "/one-server"

@@ -102,11 +102,11 @@ type Table struct {
 
 // view is the decision structure of one class of principals.
 type view struct {
-	servers serverIndex
+	servers map[string]*serverView
 }
 
+// serverView is what a view decides for one server.
 type serverView struct {
-	name  string
 	kinds [table.NumKinds][]*layer // the server's own layer first
 	ui    *uiList
 }
@@ -190,33 +190,22 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	if kind >= table.NumKinds {
 		return Decision{Effect: table.Deny, Reason: UnknownKind}
 	}
-	slot := t.viewOf(principal).servers.get(server)
-	if slot == nil {
+	sv := t.viewOf(principal).servers[server]
+	if sv == nil {
 		return Decision{Effect: table.Deny, Reason: UnknownServer}
 	}
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
-	win := slot.own[kind]
-	var narrowing []*layer
-	var winRule, first int
-	if slot.narrowed[kind] {
-		// The own layer and the first narrowing layer are walked side
-		// by side.
-		narrowing = slot.sv.kinds[kind][1:]
-		winRule, first = glob.FirstPair(&win.set, &narrowing[0].set, name)
-	} else {
-		winRule = win.set.First(name)
-	}
+	layers := sv.kinds[kind]
+	win := layers[0]
+	winRule := win.set.First(name)
 	best := win.def
 	if winRule >= 0 {
 		best = win.hot[winRule].effect
 	}
 	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
-	for i, l := range narrowing {
-		rule := first
-		if i > 0 {
-			rule = l.set.First(name)
-		}
+	for _, l := range layers[1:] {
+		rule := l.set.First(name)
 		e := l.def
 		if rule >= 0 {
 			e = l.hot[rule].effect
@@ -236,10 +225,9 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	}
 	if d.Effect == table.Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = slot.own[table.Tool].channel
+		d.ApprovalChannel = sv.kinds[table.Tool][0].channel
 	}
 	if kind == table.Resource && d.Effect != table.Deny && strings.HasPrefix(name, "ui://") {
-		sv := slot.sv
 		switch {
 		case sv.ui == nil || !sv.ui.admits(name):
 			return Decision{Effect: table.Deny, Reason: UINotAllowlisted}
@@ -328,11 +316,7 @@ func (t *Table) buildAutomata() {
 			continue
 		}
 		views[v] = true
-		for _, slot := range v.servers.slots {
-			sv := slot.sv
-			if sv == nil {
-				continue
-			}
+		for _, sv := range v.servers {
 			for _, layers := range sv.kinds {
 				for _, l := range layers {
 					if !seen[&l.set] {
@@ -466,7 +450,7 @@ func load(src *table.Table) (*Table, error) {
 			}
 			servers[name] = sv
 		}
-		v := &view{servers: newServerIndex(servers)}
+		v := &view{servers: servers}
 		shared[string(key)] = v
 		return v
 	}

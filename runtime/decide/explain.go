@@ -34,11 +34,10 @@ func (t *Table) Explain(principal, server string, kind table.Kind, name string) 
 			ex.Normal = n
 		}
 	}
-	slot := t.viewOf(principal).servers.get(server)
-	if slot == nil {
+	sv := t.viewOf(principal).servers[server]
+	if sv == nil {
 		return ex
 	}
-	sv := slot.sv
 	for _, l := range sv.kinds[kind] {
 		if len(ex.Scopes) == 0 || ex.Scopes[len(ex.Scopes)-1] != l.scope {
 			ex.Scopes = append(ex.Scopes, l.scope)

@@ -155,19 +155,11 @@ func (c *compilation) instance(p *parsed, report bool) *build.Instance {
 	return inst
 }
 
-// importErrRE is CUE's error at an import it cannot find, and at each use
-// of it.
-var importErrRE = regexp.MustCompile(`^(?:package ("[^"]*") imported but not defined in|import ("[^"]*") not found$)`)
-
-// reportedImport says whether msg is CUE's error about an import that
+// reportedImport says whether m is CUE's error about an import that
 // checkImports has reported.
-func (c *compilation) reportedImport(msg string) bool {
-	m := importErrRE.FindStringSubmatch(msg)
-	if m == nil {
-		return false
-	}
-	path, err := strconv.Unquote(m[1] + m[2])
-	return err == nil && c.badImports[path]
+func (c *compilation) reportedImport(m cueMessage) bool {
+	path, ok := m.importPath()
+	return ok && c.badImports[path]
 }
 
 // checkImports reports each import of f that is not of CUE's standard
@@ -199,10 +191,7 @@ func (c *compilation) cueErrors(err error, code string) {
 }
 
 // errorMsg is the message of a CUE error.
-func errorMsg(e cueerrors.Error) string {
-	format, args := e.Msg()
-	return fmt.Sprintf(format, args...)
-}
+func errorMsg(e cueerrors.Error) string { return messageOf(e).String() }
 
 // errorPath is the key path of a CUE error, without the schema definition
 // it starts with when the error is about the sources checked against it.
@@ -240,11 +229,12 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	// order the errors give them.
 	conflictVals := map[string][]string{}
 	for _, e := range errs {
-		msg, dotted := errorMsg(e), joinPath(errorPath(e))
-		if m := matchConflict(msg); m != nil && !counted[dotted+"\x00"+msg] {
+		cm := messageOf(e)
+		msg, dotted := cm.String(), joinPath(errorPath(e))
+		if vals, _, ok := cm.conflict(); ok && !counted[dotted+"\x00"+msg] {
 			counted[dotted+"\x00"+msg] = true
 			conflicts[dotted]++
-			for _, v := range m[1:3] {
+			for _, v := range vals {
 				if !slices.Contains(conflictVals[dotted], v) {
 					conflictVals[dotted] = append(conflictVals[dotted], v)
 				}
@@ -259,13 +249,14 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	conflictDone := map[string]bool{}
 	seen := map[string]bool{}
 	for _, e := range errs {
-		msg := errorMsg(e)
+		cm := messageOf(e)
+		msg := cm.String()
 		path := errorPath(e)
 		dotted := joinPath(path)
 		if seen[dotted+"\x00"+msg] {
 			continue // the sources alone and checked against the schema give some errors twice
 		}
-		if c.reportedImport(msg) {
+		if c.reportedImport(cm) {
 			continue // reported at the import by checkImports
 		}
 		seen[dotted+"\x00"+msg] = true
@@ -286,15 +277,21 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		if d.Pos.File == "" {
 			d.Pos = c.keyPos(dotted)
 		}
-		if strings.Contains(msg, "errors in empty disjunction") {
+		if cm.is(cueEmptyDisjunction) {
 			continue // its branches follow as errors of their own
 		}
-		if m := matchConflict(msg); m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
+		vals, kinds, isConflict := cm.conflict()
+		// m is the conflict as m[1] and m[2], nil when there is none.
+		var m []string
+		if isConflict {
+			m = []string{msg, vals[0], vals[1]}
+		}
+		if m != nil && !inSchema && len(user) >= 2 && conflicts[dotted] == 1 {
 			d.Message, d.Suggestion = c.conflict(dotted, []string{m[1], m[2]}, user)
 			c.add(d)
 			continue
 		}
-		if m := matchConflict(msg); m != nil && !inSchema {
+		if m != nil && !inSchema {
 			// Values set in three or more places (or against the author's
 			// own disjunction): one diagnostic at the path, naming the
 			// places, and the values where they may be shown. They are
@@ -307,8 +304,13 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			}
 			continue
 		}
-		types := mismatchTypesRE.FindStringSubmatch(msg)
-		if m := matchConflict(msg); m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) ||
+		// types holds the two kinds as types[1] and types[2] when they
+		// differ, else nil.
+		var types []string
+		if kinds[0] != "" {
+			types = []string{"", kinds[0], kinds[1]}
+		}
+		if m != nil && strings.HasPrefix(m[1], `"`) && strings.HasPrefix(m[2], `"`) ||
 			m != nil && types != nil && c.showsValues() && strings.HasPrefix(c.schemaSide(m, user), `"`) {
 			ee := byPath[dotted]
 			if ee == nil {
@@ -325,7 +327,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			}
 			continue
 		}
-		if m := matchConflict(msg); m != nil && inSchema && types != nil && len(user) > 0 && c.showsValues() {
+		if m != nil && inSchema && types != nil && len(user) > 0 && c.showsValues() {
 			// A value of the wrong type: say which type, and what to write.
 			// (Other configurations word these themselves, without
 			// repeating values that may be secrets.)
@@ -352,7 +354,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			}
 		}
 		switch {
-		case msg == "field not allowed":
+		case cm.is(cueNotAllowed):
 			if c.reportedKey(dotted) {
 				continue
 			}
@@ -372,17 +374,17 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 				d.Message += ": the schema defines it, but a closed definition this value is unified with does not declare it"
 				d.Suggestion = "declare the key in that definition, or embed the definition instead of unifying with it"
 			}
-		case c.markedKeys[dotted] && strings.Contains(msg, "required but not present"):
+		case c.markedKeys[dotted] && cm.is(cueRequired):
 			continue // the marker is reported: the field has no value because of it
-		case strings.HasPrefix(msg, "incomplete value"):
+		case cm.is(cueIncomplete):
 			d.Message = fmt.Sprintf("%s: missing or incomplete value (%s)", dotted, msg)
 			d.Suggestion = "give it a concrete value"
 		case dotted != "":
 			d.Message = dotted + ": " + msg
-			if strings.Contains(msg, `out of bound =~"^[A-Za-z0-9]`) {
+			if bound, ok := cm.outOfBound(); ok && strings.HasPrefix(bound, `=~"^[A-Za-z0-9]`) {
 				d.Suggestion = nameRule
 			}
-			if unresolvedRE.MatchString(msg) {
+			if cm.unresolved() {
 				d.Suggestion = "check the name, or define it in a file of the package"
 			}
 		default:
@@ -434,14 +436,6 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 func (c *compilation) showsValues() bool {
 	return c.def == "#Policy" || c.def == "#LintConfig"
 }
-
-var conflictRE = regexp.MustCompile(`^conflicting values (.+) and (.+)$`)
-
-var mismatchRE = regexp.MustCompile(` \(mismatched types [^()]*\)$`)
-
-// mismatchTypesRE reads the two types of a "(mismatched types A and B)"
-// suffix.
-var mismatchTypesRE = regexp.MustCompile(` \(mismatched types (\w+) and (\w+)\)$`)
 
 // schemaSide is the value of a conflict m that the sources do not show at
 // the user's position, or "" when that cannot be told.
@@ -507,13 +501,6 @@ var kindName = map[string]string{
 	"null":   "null",
 	"list":   "a list",
 	"struct": "a struct",
-}
-
-// matchConflict splits a CUE "conflicting values A and B" message into the
-// message, A and B. A suffix naming the mismatched types is left out first:
-// its own " and " is not the one between the values.
-func matchConflict(msg string) []string {
-	return conflictRE.FindStringSubmatch(mismatchRE.ReplaceAllString(msg, ""))
 }
 
 // conflict words an error about a key set to two different values in the

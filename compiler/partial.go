@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
@@ -67,18 +66,18 @@ func (c *compilation) finalErrors(errs []cueerrors.Error) []cueerrors.Error {
 		errs = c.evalErrors(c.ctx.BuildInstance(c.instance(c.parsed, false)))
 	}
 	return slices.DeleteFunc(errs, func(e cueerrors.Error) bool {
-		msg := errorMsg(e)
-		return !conflictRE.MatchString(msg) && !strings.Contains(msg, "(out of bound ")
+		m := messageOf(e)
+		_, _, conflict := m.conflict()
+		_, outOfBound := m.outOfBound()
+		return !conflict && !outOfBound
 	})
 }
-
-var unresolvedRE = regexp.MustCompile(`^reference "[^"]*" not found$`)
 
 // unresolved returns where errs say a reference is not found.
 func unresolved(errs []cueerrors.Error) map[Position]bool {
 	refs := map[Position]bool{}
 	for _, e := range errs {
-		if unresolvedRE.MatchString(errorMsg(e)) {
+		if messageOf(e).unresolved() {
 			refs[posOf(e.Position())] = true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -616,58 +617,64 @@ func TestCheckChannel(t *testing.T) {
 }
 
 // Many principals and tools at once, decided concurrently: every call
-// gets exactly the answer its request was given.
+// gets exactly the answer its request was given. In a synctest bubble: the
+// test waits for the gate's changes, and a call that never shows up as
+// waiting fails the test as a deadlock instead of hanging it.
 func TestConcurrentDecisions(t *testing.T) {
-	g := openGate(t, "", nil)
-	const n = 40
-	var ran atomic.Int32
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o, err := g.HoldCall(context.Background(), call(fmt.Sprintf("p%d", i), "t", fmt.Sprintf(`{"i":%d}`, i)))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			want := AnswerRun
-			if i%2 == 1 {
-				want = AnswerDenied
-			}
-			if o.Answer != want {
-				t.Errorf("call %d: %v, want %v", i, o.Answer, want)
-			}
-			if o.Answer == AnswerRun {
-				ran.Add(1)
-			}
-		}()
-	}
-	decided := map[string]bool{}
-	for len(decided) < n {
-		for _, r := range g.List(Filter{Status: Pending}) {
-			if decided[r.ID] || g.Waiting(r.ID) == 0 {
-				continue
-			}
-			decided[r.ID] = true
-			var i int
-			fmt.Sscanf(r.Principal, "p%d", &i)
-			v := VerdictApprove
-			if i%2 == 1 {
-				v = VerdictDeny
-			}
-			go func() {
-				if _, err := g.Decide(r.ID, v, "", "", Approver{Name: "carol"}); err != nil {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		g := openGate(t, "", nil)
+		const n = 40
+		var ran atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				o, err := g.HoldCall(context.Background(), call(fmt.Sprintf("p%d", i), "t", fmt.Sprintf(`{"i":%d}`, i)))
+				if err != nil {
 					t.Error(err)
+					return
 				}
-			}()
+				want := AnswerRun
+				if i%2 == 1 {
+					want = AnswerDenied
+				}
+				if o.Answer != want {
+					t.Errorf("call %d: %v, want %v", i, o.Answer, want)
+				}
+				if o.Answer == AnswerRun {
+					ran.Add(1)
+				}
+			})
 		}
-		time.Sleep(time.Millisecond)
-	}
-	wg.Wait()
-	if ran.Load() != n/2 {
-		t.Fatalf("%d ran, want %d", ran.Load(), n/2)
-	}
+		decided := map[string]bool{}
+		for len(decided) < n {
+			changed := g.Changed()
+			for _, r := range g.List(Filter{Status: Pending}) {
+				if decided[r.ID] || g.Waiting(r.ID) == 0 {
+					continue
+				}
+				decided[r.ID] = true
+				var i int
+				fmt.Sscanf(r.Principal, "p%d", &i)
+				v := VerdictApprove
+				if i%2 == 1 {
+					v = VerdictDeny
+				}
+				go func() {
+					if _, err := g.Decide(r.ID, v, "", "", Approver{Name: "carol"}); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			if len(decided) < n {
+				<-changed
+			}
+		}
+		wg.Wait()
+		if ran.Load() != n/2 {
+			t.Fatalf("%d ran, want %d", ran.Load(), n/2)
+		}
+	})
 }
 
 // Whatever the state file holds, opening it either fails with a message

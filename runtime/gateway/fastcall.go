@@ -29,9 +29,9 @@ import (
 // (the body as a batch, then as a message, its method, and its params three
 // times: for the transport's and the session's protocol checks and for the
 // handler), and its JSON decoder allocates and zeroes a 32 KiB buffer for
-// each; with the hand-off to a goroutine per request and the stream
-// bookkeeping, the SDK's server side was a third of the gateway's CPU per
-// call. Here the body is parsed once, with no such buffer.
+// each, and it hands each request to a goroutine of its own. Here the body
+// is parsed once, with no such buffer (docs/performance.md has the
+// figures).
 //
 // What the SDK did for every request the front then does for both paths:
 // it counts a session's idle time (idleClock), keeps the ids of the calls

@@ -87,8 +87,9 @@ func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return
 
 // lineConn is the stdio front's connection: newline-delimited JSON-RPC,
 // each line decoded once. A line that is not a message is answered here
-// and never reaches the SDK, whose own stream reader would end the session
-// on it. Batches (protocol versions before 2025-06-18) are answered with
+// and never reaches the SDK: the MCP Go SDK v1.8.0's IOTransport ends the
+// whole session on such a line (TestSDKEndsStdioSessionOnMalformedLine
+// fails when it no longer does, and this reader can go). Batches (protocol versions before 2025-06-18) are answered with
 // one array, as JSON-RPC asks; once a later version is negotiated, a batch
 // is refused, as the HTTP front refuses it.
 type lineConn struct {
@@ -599,8 +600,9 @@ func nonObject(b []byte) string {
 var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 
 // checkIntegerID refuses a numeric id that is not an integer the answer
-// can carry as written. The SDK reads every number as a float and keeps
-// its integer part, so 1.5 would be answered as 1 (the id of another
+// can carry as written. The MCP Go SDK v1.8.0 reads every number as a
+// float and keeps its integer part (TestSDKTruncatesFloatIDs fails when it
+// no longer does, and this check can go), so 1.5 would be answered as 1 (the id of another
 // call, perhaps), 1e30 as -9223372036854775808 and 2^53+1 as 2^53: a
 // client could take the answer for another call's, or never see its own.
 func checkIntegerID(m jsonrpc.Message, b []byte) error {
@@ -795,8 +797,10 @@ type httpFront struct {
 }
 
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The SDK refuses an MCP-Protocol-Version it does not know only when
-	// it sorts before 2026-07-28; a later one ("2030-01-01", "zzz", a
+	// The MCP Go SDK v1.8.0 refuses an MCP-Protocol-Version it does not
+	// know only when it sorts before 2026-07-28
+	// (TestSDKEchoesUnknownLaterProtocolVersion fails when that changes,
+	// and this check can go); a later one ("2030-01-01", "zzz", a
 	// megabyte of digits) it echoes in its answer and in a warning it
 	// logs. It is refused here as the SDK refuses the others, in the
 	// SDK's words.

@@ -197,15 +197,25 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
 	layers := sv.kinds[kind]
-	win := layers[0]
-	winRule := win.set.First(name)
+	win, narrowing := layers[0], layers[1:]
+	var winRule, first int
+	if len(narrowing) > 0 {
+		// The own layer and the first narrowing layer are walked side
+		// by side.
+		winRule, first = glob.FirstPair(&win.set, &narrowing[0].set, name)
+	} else {
+		winRule = win.set.First(name)
+	}
 	best := win.def
 	if winRule >= 0 {
 		best = win.hot[winRule].effect
 	}
 	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
-	for _, l := range layers[1:] {
-		rule := l.set.First(name)
+	for i, l := range narrowing {
+		rule := first
+		if i > 0 {
+			rule = l.set.First(name)
+		}
 		e := l.def
 		if rule >= 0 {
 			e = l.hot[rule].effect

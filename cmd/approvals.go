@@ -17,7 +17,7 @@ func init() { register(newApprovalsCmd) }
 type approvalsOptions struct {
 	admin, tokenEnv string
 	timeout         time.Duration
-	json            bool
+	format          string
 }
 
 const defaultTokenEnv = "POLICYC_ADMIN_TOKEN"
@@ -63,8 +63,8 @@ Examples:
 	}
 	f := c.PersistentFlags()
 	f.StringVar(&o.admin, "admin", "", "the gateway's admin listener, a `URL` such as https://gateway.internal:8443 (default $POLICYC_ADMIN_URL)")
-	f.StringVar(&o.tokenEnv, "token-env", defaultTokenEnv, "the environment `VARIABLE` holding the approver token")
-	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up on the admin API after this long")
+	f.StringVar(&o.tokenEnv, "token-env", defaultTokenEnv, "the environment variable `VAR` holding the approver token")
+	f.DurationVar(&o.timeout, "timeout", o.timeout, "give up on the admin API after this `DURATION`")
 	c.AddCommand(newApprovalsListCmd(o), newApprovalsShowCmd(o), newApprovalsDecideCmd(o, approval.VerdictApprove),
 		newApprovalsDecideCmd(o, approval.VerdictDeny), newApprovalsRevokeCmd(o))
 	return c
@@ -74,7 +74,7 @@ func newApprovalsListCmd(o *approvalsOptions) *cobra.Command {
 	var status string
 	var active bool
 	c := &cobra.Command{
-		Use:   "list [--status pending|approved|denied|expired|all] [--active] [--json]",
+		Use:   "list [--status pending|approved|denied|expired|all] [--active] [--format FORMAT]",
 		Short: "List approval requests, newest first",
 		Long: `List approval requests, newest first: by default the pending ones. --status
 all lists every request the gateway still keeps; --active lists remembered
@@ -83,7 +83,7 @@ approvals (for a duration, and ui:// consents) still in force, which
 
 Examples:
   policyc approvals list
-  policyc approvals list --status all --json
+  policyc approvals list --status all --format json
   policyc approvals list --active`,
 		Args: argsRange(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -106,7 +106,7 @@ Examples:
 			if err := o.call(c, http.MethodGet, "/requests?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
-			if o.json {
+			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), out)
 			}
 			return writeRequestTable(c.OutOrStdout(), out.Requests, status, active)
@@ -114,13 +114,13 @@ Examples:
 	}
 	c.Flags().StringVar(&status, "status", "pending", "list requests with this `STATUS`: pending, approved, denied, expired or all")
 	c.Flags().BoolVar(&active, "active", false, "list remembered approvals still in force")
-	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.addFormatFlag(c)
 	return c
 }
 
 func newApprovalsShowCmd(o *approvalsOptions) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "show REQUEST_ID [--json]",
+		Use:   "show REQUEST_ID [--format FORMAT]",
 		Short: "Show one approval request: who asks, which tool, the preview, the decision",
 		Long: `Show one approval request: who asks and from which agent, the tool, the rule
 that asked, the preview of the arguments (never the arguments), and the
@@ -128,21 +128,21 @@ decision once there is one.
 
 Examples:
   policyc approvals show apr-k3jq7v2mhxw4tq5a
-  policyc approvals show apr-k3jq7v2mhxw4tq5a --json`,
+  policyc approvals show apr-k3jq7v2mhxw4tq5a --format json`,
 		Args: argsRange(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			var v approval.RequestView
 			if err := o.call(c, http.MethodGet, "/requests/"+url.PathEscape(args[0]), nil, &v); err != nil {
 				return err
 			}
-			if o.json {
+			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
 			writeRequest(c.OutOrStdout(), v)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	o.addFormatFlag(c)
 	return c
 }
 
@@ -160,7 +160,7 @@ func newApprovalsDecideCmd(o *approvalsOptions, verdict string) *cobra.Command {
 			if err := o.call(c, http.MethodPost, "/requests/"+url.PathEscape(args[0])+"/"+verdict, body, &v); err != nil {
 				return err
 			}
-			if o.json {
+			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
@@ -182,7 +182,7 @@ with --for remember (or no --for): consent is remembered until revoked.
 Examples:
   policyc approvals approve apr-k3jq7v2mhxw4tq5a
   policyc approvals approve apr-k3jq7v2mhxw4tq5a --for 8h --reason "release day"`
-		c.Flags().StringVar(&body.For, "for", "", "how long the approval lasts: `once`, 1h, 8h or 7d (remember for consent)")
+		c.Flags().StringVar(&body.For, "for", "", "how long the approval lasts, a `DURATION`: once, 1h, 8h or 7d (remember for consent)")
 	} else {
 		c.Use = "deny REQUEST_ID [--reason TEXT]"
 		c.Short = "Deny a held call"
@@ -194,8 +194,8 @@ Examples:
   policyc approvals deny apr-k3jq7v2mhxw4tq5a
   policyc approvals deny apr-k3jq7v2mhxw4tq5a --reason "use the staging repository"`
 	}
-	c.Flags().StringVar(&body.Reason, "reason", "", "why; shown to the agent with a denial and kept in the audit log")
-	c.Flags().BoolVar(&o.json, "json", false, "print the decided request as JSON")
+	c.Flags().StringVar(&body.Reason, "reason", "", "why, as `TEXT`: shown to the agent with a denial and kept in the audit log")
+	o.addFormatFlag(c)
 	return c
 }
 
@@ -217,13 +217,21 @@ Examples:
 			if err := o.call(c, http.MethodPost, "/requests/"+url.PathEscape(args[0])+"/revoke", nil, &v); err != nil {
 				return err
 			}
-			if o.json {
+			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&o.json, "json", false, "print the request as JSON")
+	o.addFormatFlag(c)
 	return c
+}
+
+// addFormatFlag adds --format text|json to an approvals subcommand, with
+// --json as its old spelling, and checks it before the command runs.
+func (o *approvalsOptions) addFormatFlag(c *cobra.Command) {
+	addFormatFlag(c.Flags(), &o.format, "text", "json")
+	addOldJSONFlag(c.Flags(), &o.format)
+	c.PreRunE = func(*cobra.Command, []string) error { return checkFormat(o.format, "text", "json") }
 }

@@ -160,7 +160,7 @@ approvals: {
 		Requests []approval.RequestView `json:"requests"`
 	}
 	for deadline := time.Now().Add(20 * time.Second); len(list.Requests) == 0; time.Sleep(20 * time.Millisecond) {
-		code, out, errOut := runPolicyc("approvals", "list", "--json")
+		code, out, errOut := runPolicyc("approvals", "list", "--format", "json")
 		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
 			t.Fatalf("list: %d %s%s", code, out, errOut)
 		}
@@ -209,7 +209,12 @@ approvals: {
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"number":8}}}`)
 	var second approval.RequestView
 	for deadline := time.Now().Add(20 * time.Second); second.ID == ""; time.Sleep(20 * time.Millisecond) {
-		code, out, _ := runPolicyc("approvals", "list", "--json")
+		// The old spelling, --json, still prints JSON, and only JSON: its
+		// note goes to standard error.
+		code, out, errOut := runPolicyc("approvals", "list", "--json")
+		if code == 0 && !strings.Contains(errOut, "--json is deprecated") {
+			t.Fatalf("list --json: no deprecation note: %s", errOut)
+		}
 		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list.Requests) == 1 {
 			second = list.Requests[0]
 		}

@@ -96,10 +96,10 @@ func TestApprovalsCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("show: %d", code)
 	}
-	code, out, _ = runPolicyc("approvals", "show", r.ID, "--admin", srv.URL, "--json")
+	code, out, _ = runPolicyc("approvals", "show", r.ID, "--admin", srv.URL, "--format", "json")
 	var v approval.RequestView
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.ID != r.ID || v.Waiting != 1 {
-		t.Fatalf("show --json: %d %s", code, out)
+		t.Fatalf("show --format json: %d %s", code, out)
 	}
 
 	// Refusals exit 5 and say why.

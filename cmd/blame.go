@@ -22,7 +22,7 @@ func newBlameCmd() *cobra.Command {
 	var item itemFlags
 	var rev, repoDir string
 	c := &cobra.Command{
-		Use:   "blame --server S --kind tool|prompt|resource --name N [--rev REV] [PATH]",
+		Use:   "blame --server SERVER --kind KIND --name NAME [--rev REV] [PATH]",
 		Short: "Show the rule that decides an item and the commit that introduced it",
 		Long: `Find who made a decision what it is: compile the policy at PATH as committed at
 REV (default HEAD; read from the git object store, never the work tree), ask

@@ -58,7 +58,7 @@ type catalogPullOptions struct {
 func newCatalogPullCmd() *cobra.Command {
 	o := catalogPullOptions{dir: ".", timeout: pull.DefaultTimeout}
 	c := &cobra.Command{
-		Use:   "pull --config GATEWAY [--dir POLICY_DIR] [--timeout 30s] [--check]",
+		Use:   "pull --config PATH [--dir DIR] [--timeout DURATION] [--check]",
 		Short: "List every upstream server and write its catalogue snapshot",
 		Long: `Connect to every upstream of the gateway configuration (stdio commands and
 streamable HTTP URLs, as 'policyc gateway' would), list its tools, prompts,
@@ -111,8 +111,8 @@ Examples:
 	f := c.Flags()
 	f.StringVar(&o.config, "config", "", "the gateway configuration whose upstreams are pulled: a `PATH` to a directory of CUE files in package gateway, or one file")
 	f.StringVar(&o.dir, "dir", ".", "the policy `DIR`ectory; snapshots live in DIR/catalog")
-	f.DurationVar(&o.timeout, "timeout", pull.DefaultTimeout, "how long one server may take, from start to its last listing")
-	f.BoolVar(&o.check, "check", false, "write nothing; exit 4 when an upstream differs from its snapshot")
+	f.DurationVar(&o.timeout, "timeout", pull.DefaultTimeout, "how long one server may take (a `DURATION`), from start to its last listing")
+	addCheckFlag(f, &o.check, "exit 4 when an upstream differs from its snapshot")
 	return c
 }
 

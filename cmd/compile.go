@@ -62,14 +62,15 @@ default that decides it and each tool's input-schema digest; policyc diff
 then compares every catalogued item. A work-tree catalogue that differs from
 HEAD's makes the table dirty, as a changed policy file does.
 
-With --sign KEY (or --sign-env VAR naming an environment variable that holds
+With --key FILE (or --key-env VAR naming an environment variable that holds
 the private key) the table is signed in the same step and written as a DSSE
-envelope, as policyc sign would (docs/signing.md); --expires sets its expiry.
+envelope, as policyc sign would, with the same flags (docs/signing.md);
+--expires sets its expiry.
 
 Examples:
   policyc compile examples/team -o table.json
   policyc compile -o - | jq .digest
-  policyc compile --rev HEAD policy --sign-env POLICYC_SIGNING_KEY --expires 720h -o table.signed.json
+  policyc compile --rev HEAD policy --key-env POLICYC_SIGNING_KEY --expires 720h -o table.signed.json
   policyc compile --rev HEAD policy -o table.json
   policyc compile --rev v1.4.0 --repo ../policies team -o table.json
   policyc compile --require-clean policy -o table.json`,
@@ -116,9 +117,10 @@ Examples:
 			return nil
 		},
 	}
-	sign = addSignFlags(c.Flags())
+	sign = newSignOptions(c.Flags())
+	sign.addOldSignFlags(c.Flags())
 	f := c.Flags()
-	f.StringVarP(&out, "output", "o", "-", "write the table to `FILE` (- for standard output)")
+	addOutputFlag(f, &out, "-", "the table to `FILE` (- for standard output)")
 	f.StringVar(&rev, "rev", "", "compile the policy as committed at `REV`, read from the git object store")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
 	f.BoolVar(&requireClean, "require-clean", false, "refuse to compile a work tree whose policy differs from HEAD")

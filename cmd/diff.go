@@ -72,7 +72,7 @@ Examples:
 			case "json":
 				write = decisiondiff.WriteJSON
 			default:
-				return usageErrorf("--format must be text, markdown or json, got %q", format)
+				return checkFormat(format, "text", "markdown", "json")
 			}
 			arg := "."
 			if len(args) == 3 {
@@ -101,7 +101,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&format, "format", "text", "text, markdown or json")
+	addFormatFlag(f, &format, "text", "markdown", "json")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
 	return c
 }

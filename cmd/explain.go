@@ -24,7 +24,7 @@ func init() { register(newExplainCmd) }
 func newExplainCmd() *cobra.Command {
 	var item itemFlags
 	c := &cobra.Command{
-		Use:   "explain (DIR | TABLE) --server S --kind tool|prompt|resource --name N",
+		Use:   "explain (DIR | TABLE) --server SERVER --kind KIND --name NAME",
 		Short: "Show the decision for one item, the rule that made it and the rules it beat",
 		Long: `Explain one decision: compile the policy in DIR (or read a compiled TABLE) and
 show what the gateway would decide for a principal calling, fetching or listing
@@ -83,11 +83,11 @@ type itemFlags struct {
 }
 
 func (f *itemFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.server, "server", "", "the MCP server, by its name in mcp_servers")
-	fs.StringVar(&f.kind, "kind", "tool", "tool, prompt or resource")
-	fs.StringVar(&f.name, "name", "", "the tool or prompt name, or the resource URI")
-	fs.StringVar(&f.principal, "principal", "", "who asks (default: a principal with no group or scope of its own)")
-	fs.StringVar(&f.format, "format", "text", "text or json")
+	fs.StringVar(&f.server, "server", "", "the MCP `SERVER`, by its name in mcp_servers")
+	fs.StringVar(&f.kind, "kind", "tool", "the item's `KIND`: tool, prompt or resource")
+	fs.StringVar(&f.name, "name", "", "the tool or prompt `NAME`, or the resource URI")
+	fs.StringVar(&f.principal, "principal", "", "the `PRINCIPAL` who asks (default: one with no group or scope of its own)")
+	addFormatFlag(fs, &f.format, "text", "json")
 }
 
 // check validates the flags and returns the kind.
@@ -99,8 +99,8 @@ func (f *itemFlags) check(c *cobra.Command) (table.Kind, error) {
 	if f.server == "" || f.name == "" {
 		return 0, usageErrorf("--server and --name are required (see '%s --help')", c.CommandPath())
 	}
-	if f.format != "text" && f.format != "json" {
-		return 0, usageErrorf("--format must be text or json, got %q", f.format)
+	if err := checkFormat(f.format, "text", "json"); err != nil {
+		return 0, err
 	}
 	return k, nil
 }

@@ -16,7 +16,7 @@ func init() { register(newExportCmd) }
 func newExportCmd() *cobra.Command {
 	var target, catalogDir, principal, out string
 	c := &cobra.Command{
-		Use:   "export --target claude-code|cursor TABLE_OR_DIR [--catalog DIR] [--principal NAME] [-o FILE]",
+		Use:   "export --target TARGET TABLE_OR_DIR [--catalog DIR] [--principal PRINCIPAL] [-o FILE]",
 		Short: "Carry a table's tool decisions into Claude Code or Cursor permission settings",
 		Long: `Write the tool decisions of a decision table (a table file, or a policy
 directory compiled on the fly) as a host's permission settings: a second belt
@@ -86,10 +86,10 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&target, "target", "", "the host: claude-code or cursor")
+	f.StringVar(&target, "target", "", "the host, `TARGET`: claude-code or cursor")
 	f.StringVar(&catalogDir, "catalog", "", "the catalogue `DIR`ectory to expand patterns over (default: DIR/catalog when exporting a policy directory)")
-	f.StringVar(&principal, "principal", "", "export the decisions of this principal (default: one with no group or scope of its own)")
-	f.StringVarP(&out, "output", "o", "-", "write the settings to `FILE` (atomically) instead of standard output")
+	f.StringVar(&principal, "principal", "", "export the decisions of `PRINCIPAL` (default: one with no group or scope of its own)")
+	addOutputFlag(f, &out, "-", "the settings to `FILE` (atomically) instead of standard output")
 	return c
 }
 

@@ -94,10 +94,10 @@ Examples:
 	f := c.Flags()
 	f.StringVar(&o.config, "config", "", "the gateway configuration: a `PATH` to a directory of CUE files in package gateway, or one file")
 	f.StringVar(&o.table, "table", "", "serve the signed table in `FILE` instead of the configuration's")
-	f.StringArrayVar(&o.trust, "trust", nil, "trust tables signed by the Ed25519 public key in `FILE` instead of the configuration's keys (repeatable)")
+	addTrustFlag(f, &o.trust, " instead of the configuration's keys")
 	f.StringVar(&o.state, "state", "", "keep the last accepted serial in `DIR` instead of the configuration's state_dir")
 	f.StringVar(&o.decisionLog, "decision-log", "", "append the decision log to `FILE` (\"-\": standard error) instead of the configuration's decision_log")
-	f.BoolVar(&o.check, "check", false, "check the configuration and the table, print a summary and exit")
+	addCheckFlag(f, &o.check, "exit 1 when the configuration or the table has problems; prints a summary when it passes")
 	return c
 }
 

@@ -155,7 +155,7 @@ func newImportSourceCmd(name, arg, what string, run func(string, []byte) *import
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "-", "write the policy to `FILE` (atomically) instead of standard output")
+	addOutputFlag(c.Flags(), &out, "-", "the policy to `FILE` (atomically) instead of standard output")
 	c.Flags().BoolVar(&force, "force", false, "overwrite the -o file if it exists")
 	return c
 }

@@ -20,7 +20,7 @@ func init() { register(newKeygenCmd) }
 func newKeygenCmd() *cobra.Command {
 	var out string
 	c := &cobra.Command{
-		Use:   "keygen --out NAME",
+		Use:   "keygen -o NAME",
 		Short: "Create an Ed25519 key pair for signing decision tables",
 		Long: `Create an Ed25519 signing key pair:
 
@@ -34,30 +34,30 @@ public key's DER encoding; signatures carry it as a hint. keygen never
 overwrites a file: if NAME.key or NAME.pub exists it refuses and writes nothing.
 
 Examples:
-  policyc keygen --out ci
-  KEYID=$(policyc keygen --out keys/policy-2026)`,
+  policyc keygen -o ci
+  KEYID=$(policyc keygen -o keys/policy-2026)`,
 		Args: argsRange(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if out == "" {
-				return usageErrorf("--out NAME is required: keygen writes NAME.key and NAME.pub (see 'policyc keygen --help')")
+				return usageErrorf("-o/--output NAME is required: keygen writes NAME.key and NAME.pub (see 'policyc keygen --help')")
 			}
 			// NAME is a path without the extension: a directory (keys/)
 			// would give hidden files named only by it (keys/.key).
 			if base := filepath.Base(out); os.IsPathSeparator(out[len(out)-1]) || base == "." || base == ".." {
-				return usageErrorf("--out %s names a directory; NAME is the path of the key files without their extension, e.g. --out %s", out, filepath.Join(out, "ci"))
+				return usageErrorf("-o %s names a directory; NAME is the path of the key files without their extension, e.g. -o %s", out, filepath.Join(out, "ci"))
 			}
 			keyPath, pubPath := out+".key", out+".pub"
 			// keygen makes no directories: say which one is missing,
 			// rather than name the temporary file it could not create.
 			if dir := filepath.Dir(out); dir != "." {
 				if st, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-					return failuref("--out %s: the directory %s does not exist; create it first (keygen writes the key files into an existing directory)", out, dir)
+					return failuref("-o %s: the directory %s does not exist; create it first (keygen writes the key files into an existing directory)", out, dir)
 				} else if err == nil && !st.IsDir() {
-					return failuref("--out %s: %s is not a directory", out, dir)
+					return failuref("-o %s: %s is not a directory", out, dir)
 				}
 			}
 			exists := func(p string) error {
-				return usageErrorf("%s already exists: keygen never overwrites a key; choose another --out name, or remove the old key yourself if you mean to replace it", p)
+				return usageErrorf("%s already exists: keygen never overwrites a key; choose another -o name, or remove the old key yourself if you mean to replace it", p)
 			}
 			for _, p := range []string{keyPath, pubPath} {
 				if _, err := os.Lstat(p); err == nil {
@@ -98,6 +98,8 @@ Examples:
 			return nil
 		},
 	}
-	c.Flags().StringVar(&out, "out", "", "write `NAME`.key and NAME.pub")
+	addOutputFlag(c.Flags(), &out, "", "`NAME`.key and NAME.pub")
+	c.Flags().StringVar(&out, "out", "", "write NAME.key and NAME.pub")
+	deprecate(c.Flags(), "out", "-o/--output")
 	return c
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -71,8 +69,8 @@ Examples:
   policyc lint --list-rules`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if !slices.Contains(lint.Formats, format) {
-				return usageErrorf("--format must be one of %s, got %q", strings.Join(lint.Formats, ", "), format)
+			if err := checkFormat(format, lint.Formats...); err != nil {
+				return err
 			}
 			if failLevel != "" && failLevel != "error" && failLevel != "warning" {
 				return usageErrorf("--fail-level must be error or warning, got %q", failLevel)
@@ -154,11 +152,11 @@ Examples:
 	}
 	f := c.Flags()
 	f.BoolVar(&staged, "staged", false, "lint the policy as staged in the git index, not the work tree")
-	f.StringVar(&format, "format", "text", "output format: text, json, sarif or github")
-	f.StringVar(&failLevel, "fail-level", "", "exit 1 when a finding is at this level or above: error or warning (default: fail_level in policyc.cue, else error)")
+	addFormatFlag(f, &format, lint.Formats...)
+	f.StringVar(&failLevel, "fail-level", "", "exit 1 when a finding is at `LEVEL` or above: error or warning (default: fail_level in policyc.cue, else error)")
 	f.BoolVar(&listRules, "list-rules", false, "print the rule catalogue (text or json) and exit")
 	f.StringVar(&cfgPath, "config", "", "read the lint configuration from `FILE` instead of DIR/policyc.cue")
-	f.StringVar(&color, "color", "auto", "colour the text format: auto (only on a terminal, unless NO_COLOR is set), always or never")
+	f.StringVar(&color, "color", "auto", "`WHEN` to colour the text format: auto (only on a terminal, unless NO_COLOR is set), always or never")
 	return c
 }
 

@@ -61,11 +61,24 @@ Exit codes:
   15 verify: the table has expired
   16 verify: rollback (older than the last table accepted)
 
+Flags mean the same on every command that has them: -o/--output FILE is the
+file written ("-" for standard output); --format FORMAT the output format;
+--key FILE and --key-env VAR the signing key (compile and sign); --trust FILE
+a trusted public key; --check checks only: it starts nothing and writes
+nothing, reports, and exits non-zero when the check fails (gateway: 1, the
+configuration or the table has problems; catalog pull: 4, drift).
+
 Documentation: docs/ in the source repository (policy.md, signing.md, ...).`,
+		PersistentPreRun: func(c *cobra.Command, args []string) {
+			noteDeprecated(c.Flags(), c.ErrOrStderr())
+		},
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
+	root.Version = versionText()
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().BoolP("version", "v", false, "print the policyc version and the compiler version its tables record, as 'policyc version' does")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

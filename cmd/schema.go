@@ -1,18 +1,12 @@
 package cmd
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/schema"
 )
 
-func init() {
-	register(newSchemaCmd)
-	register(newVersionCmd)
-}
+func init() { register(newSchemaCmd) }
 
 func newSchemaCmd() *cobra.Command {
 	return &cobra.Command{
@@ -40,18 +34,6 @@ Examples:
 				return usageErrorf("schema has no %q: give policy, gateway or lint (see 'policyc schema --help')", surface)
 			}
 			_, err := c.OutOrStdout().Write(text)
-			return err
-		},
-	}
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the policyc version",
-		Args:  argsRange(0, 0),
-		RunE: func(c *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "policyc %s\n", compiler.Version)
 			return err
 		},
 	}

@@ -27,7 +27,7 @@ func newSignCmd() *cobra.Command {
 	var out string
 	var o *signOptions
 	c := &cobra.Command{
-		Use:   "sign (TABLE | SIGNED) (--key FILE | --key-env VAR) [-o OUT] [--expires WHEN]",
+		Use:   "sign (TABLE | SIGNED) (--key FILE | --key-env VAR) [-o FILE] [--expires WHEN]",
 		Short: "Sign a decision table, or add a signature to a signed one",
 		Long: `Sign a compiled decision table with an Ed25519 private key. The output is a
 DSSE envelope (payloadType ` + table.PayloadType + `) whose payload is
@@ -97,34 +97,35 @@ Examples:
 			return nil
 		},
 	}
-	o = newSignOptions(c.Flags(), "key", "key-env")
-	c.Flags().StringVarP(&out, "output", "o", "-", "write the signed envelope to `FILE` (- for standard output)")
+	o = newSignOptions(c.Flags())
+	addOutputFlag(c.Flags(), &out, "-", "the signed envelope to `FILE` (- for standard output)")
 	return c
 }
 
-// signOptions are the flags that choose a signing key and an expiry. The
-// sign command and compile --sign share them (under different names).
+// signOptions are the flags that choose a signing key and an expiry:
+// --key FILE, --key-env VAR and --expires WHEN, the same on sign and on
+// compile, which signs the table it builds when a key is given.
 type signOptions struct {
 	keyFile, keyEnv, expires string
-	// keyFlag and envFlag are the flags' names, for messages.
-	keyFlag, envFlag string
 	// now is the clock --expires durations count from.
 	now func() time.Time
 }
 
-func newSignOptions(fs *pflag.FlagSet, keyFlag, envFlag string) *signOptions {
-	o := &signOptions{keyFlag: keyFlag, envFlag: envFlag, now: time.Now}
-	fs.StringVar(&o.keyFile, keyFlag, "", "sign with the Ed25519 private key in `FILE` (PKCS #8 PEM, mode 0600)")
-	fs.StringVar(&o.keyEnv, envFlag, "", "sign with the PEM private key held in environment variable `VAR` (a CI secret)")
+func newSignOptions(fs *pflag.FlagSet) *signOptions {
+	o := &signOptions{now: time.Now}
+	fs.StringVar(&o.keyFile, "key", "", "sign with the Ed25519 private key in `FILE` (PKCS #8 PEM, mode 0600)")
+	fs.StringVar(&o.keyEnv, "key-env", "", "sign with the PEM private key held in environment variable `VAR` (a CI secret)")
 	fs.StringVar(&o.expires, "expires", "", "the table expires after `WHEN`: a duration (720h, 30d) or an RFC 3339 time")
 	return o
 }
 
-// addSignFlags adds --sign FILE, --sign-env VAR and --expires WHEN to a
-// command that produces a table (compile), and returns the options to call
-// seal with once the table is built.
-func addSignFlags(fs *pflag.FlagSet) *signOptions {
-	return newSignOptions(fs, "sign", "sign-env")
+// addOldSignFlags keeps compile's old spellings of --key and --key-env,
+// --sign FILE and --sign-env VAR, for one release.
+func (o *signOptions) addOldSignFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.keyFile, "sign", "", "sign with the private key in FILE")
+	fs.StringVar(&o.keyEnv, "sign-env", "", "sign with the private key in environment variable VAR")
+	deprecate(fs, "sign", "--key")
+	deprecate(fs, "sign-env", "--key-env")
 }
 
 // seal signs canonical table bytes when a signing key was given and
@@ -134,7 +135,7 @@ func addSignFlags(fs *pflag.FlagSet) *signOptions {
 func (o *signOptions) seal(tableBytes []byte, stderr io.Writer) (envelopeBytes []byte, enabled bool, done string, err error) {
 	if o.keyFile == "" && o.keyEnv == "" {
 		if o.expires != "" {
-			return nil, false, "", usageErrorf("--expires needs --%s or --%s: only a signed table carries an expiry", o.keyFlag, o.envFlag)
+			return nil, false, "", usageErrorf("--expires needs --key or --key-env: only a signed table carries an expiry")
 		}
 		return nil, false, "", nil
 	}
@@ -220,9 +221,9 @@ func (o *signOptions) addSignature(env *envelope.Envelope, key ed25519.PrivateKe
 func (o *signOptions) key() (ed25519.PrivateKey, error) {
 	switch {
 	case o.keyFile != "" && o.keyEnv != "":
-		return nil, usageErrorf("--%s and --%s are exclusive: give the key one way", o.keyFlag, o.envFlag)
+		return nil, usageErrorf("--key and --key-env are exclusive: give the key one way")
 	case strings.Contains(o.keyFile, "-----BEGIN") || strings.Contains(o.keyEnv, "-----BEGIN"):
-		return nil, usageErrorf("a private key was given on the command line, where process listings and shell history keep it: put it in a file (--%s FILE) or in an environment variable named by --%s VAR", o.keyFlag, o.envFlag)
+		return nil, usageErrorf("a private key was given on the command line, where process listings and shell history keep it: put it in a file (--key FILE) or in an environment variable named by --key-env VAR")
 	case o.keyFile != "":
 		return readPrivateKeyFile(o.keyFile)
 	}

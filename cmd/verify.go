@@ -92,10 +92,10 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&trustFiles, "trust", nil, "trust tables signed by the Ed25519 public key in `FILE` (repeatable)")
+	addTrustFlag(f, &trustFiles, "")
 	f.StringVar(&at, "at", "", "check expiry at `TIME` (RFC 3339) instead of now")
 	f.StringVar(&stateDir, "state", "", "keep the last accepted serial in `DIR` and refuse older tables, as a gateway does")
-	f.StringVarP(&out, "output", "o", "", "after verifying, write the bare table to `FILE` (- for standard output)")
+	addOutputFlag(f, &out, "", "the bare table, once verified, to `FILE` (- for standard output)")
 	return c
 }
 

@@ -109,11 +109,10 @@ type dfa struct {
 // part returns the group of a glob. One automaton over all of a Set's globs
 // is the product of their trackers: a glob anchored at its start multiplies
 // the states of every glob that may match anywhere, and a glob starting with
-// a class doubles them again. Split by how a glob starts, the automata of
-// a generated 50-server policy have 11,786 rows of non-final states in two
-// groups and 8,087 in three, against 27,179 in one (1.56 MB of tables in
-// one, 354 KB in three), and a walk steps them side by side: the steps of
-// different automata do not wait for one another. The anchored group
+// a class doubles them again. Split by how a glob starts, the automata are
+// several times smaller in all (docs/performance.md has the figures), and a
+// walk steps them side by side: the steps of different automata do not wait
+// for one another. The anchored group
 // mostly dies within a few runes.
 func part(p *Pattern) int {
 	switch p.elems[0].kind {
@@ -358,8 +357,8 @@ func buildPart(globs []*Pattern, index []int32, limit int) *minDFA {
 // equivalent when their answers are. It returns the class of each state.
 //
 // It is Hopcroft's partition refinement, in O(cells·n·log n) for n
-// states: Moore's rounds, one per rune of the longest distinction, took
-// O(n²) on a long glob (20 s and 3 GB for a 16 KiB one).
+// states: Moore's rounds, one per rune of the longest distinction, take
+// O(n²) on a long glob.
 func minimize(succ, acc, final []int32, cells int) []int32 {
 	n := len(acc)
 	// The blocks of the partition: elems holds the states block by block,

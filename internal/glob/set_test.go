@@ -740,7 +740,7 @@ func TestMinimizeAgreesWithMoore(t *testing.T) {
 }
 
 // The longest glob compiles, DFA and all, and matches: Moore's algorithm
-// took a round per rune of it (1.1 s for this one, 20 s for 16,384 runes).
+// took a round per rune of it.
 func TestSetLongGlob(t *testing.T) {
 	long := strings.Repeat("a", MaxPatternLen-1)
 	s := Compile([]*Pattern{MustParse(long + "*"), MustParse("x*y")})

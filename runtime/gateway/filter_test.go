@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,101 +176,107 @@ func TestUILinks(t *testing.T) {
 }
 
 func TestNamespacingRoundTrip(t *testing.T) {
-	tg := startGateway(t, nil)
-	changed := make(chan struct{}, 10)
-	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		changed := make(chan struct{}, 10)
+		cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		ctx := context.Background()
+
+		args := map[string]any{"title": "héllo <b>", "n": 1.5e300, "nested": map[string]any{"z": []any{nil, true}}}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__echo", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("github__echo: %v %v", err, text(res))
+		}
+		if !strings.HasPrefix(text(res), "github echo ") {
+			t.Errorf("github__echo reached the wrong server: %q", text(res))
+		}
+		seen := tg.github.Arguments()
+		var got map[string]any
+		if len(seen) != 1 || json.Unmarshal(seen[0], &got) != nil {
+			t.Fatalf("upstream saw %s", seen)
+		}
+		want, _ := json.Marshal(args)
+		gotJSON, _ := json.Marshal(got)
+		if string(gotJSON) != string(want) {
+			t.Errorf("arguments changed on the way: sent %s, upstream saw %s", want, seen[0])
+		}
+		// The upstream's identity is stripped, its other metadata kept.
+		if _, ok := res.Meta[mcp.MetaKeyServerInfo]; ok {
+			t.Errorf("the upstream's serverInfo reached the client: %v", res.Meta)
+		}
+		if res.Meta["test/keep"] != "kept" {
+			t.Errorf("the upstream's own metadata was dropped: %v", res.Meta)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "linear__echo", Arguments: map[string]any{}})
+		if err != nil || !strings.HasPrefix(text(res), "linear echo") {
+			t.Fatalf("linear__echo: %v %q", err, text(res))
+		}
+
+		// A tool whose own name holds the separator, announced at run time: the
+		// list_changed notification propagates and the name round-trips.
+		for _, name := range []string{"a__b", "a__", "a___c__"} {
+			tg.github.AddTool(name)
+			select {
+			case <-changed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no tools/list_changed reached the client")
+			}
+			full := Join("github", name)
+			eventually(t, 5*time.Second, full+" in the listing", func() bool { return slices.Contains(toolNames(t, cs), full) })
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: full})
+			if err != nil || text(res) != name {
+				t.Errorf("%s reached %q (%v), want upstream tool %q", full, text(res), err, name)
+			}
+		}
 	})
-	ctx := context.Background()
-
-	args := map[string]any{"title": "héllo <b>", "n": 1.5e300, "nested": map[string]any{"z": []any{nil, true}}}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github__echo", Arguments: args})
-	if err != nil || res.IsError {
-		t.Fatalf("github__echo: %v %v", err, text(res))
-	}
-	if !strings.HasPrefix(text(res), "github echo ") {
-		t.Errorf("github__echo reached the wrong server: %q", text(res))
-	}
-	seen := tg.github.Arguments()
-	var got map[string]any
-	if len(seen) != 1 || json.Unmarshal(seen[0], &got) != nil {
-		t.Fatalf("upstream saw %s", seen)
-	}
-	want, _ := json.Marshal(args)
-	gotJSON, _ := json.Marshal(got)
-	if string(gotJSON) != string(want) {
-		t.Errorf("arguments changed on the way: sent %s, upstream saw %s", want, seen[0])
-	}
-	// The upstream's identity is stripped, its other metadata kept.
-	if _, ok := res.Meta[mcp.MetaKeyServerInfo]; ok {
-		t.Errorf("the upstream's serverInfo reached the client: %v", res.Meta)
-	}
-	if res.Meta["test/keep"] != "kept" {
-		t.Errorf("the upstream's own metadata was dropped: %v", res.Meta)
-	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "linear__echo", Arguments: map[string]any{}})
-	if err != nil || !strings.HasPrefix(text(res), "linear echo") {
-		t.Fatalf("linear__echo: %v %q", err, text(res))
-	}
-
-	// A tool whose own name holds the separator, announced at run time: the
-	// list_changed notification propagates and the name round-trips.
-	for _, name := range []string{"a__b", "a__", "a___c__"} {
-		tg.github.AddTool(name)
-		select {
-		case <-changed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no tools/list_changed reached the client")
-		}
-		full := Join("github", name)
-		eventually(t, 5*time.Second, full+" in the listing", func() bool { return slices.Contains(toolNames(t, cs), full) })
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: full})
-		if err != nil || text(res) != name {
-			t.Errorf("%s reached %q (%v), want upstream tool %q", full, text(res), err, name)
-		}
-	}
 }
 
 func TestProgressAndCancellationPassThrough(t *testing.T) {
-	tg := startGateway(t, nil)
-	progress := make(chan *mcp.ProgressNotificationParams, 10)
-	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
-	})
-	ctx := context.Background()
-	params := &mcp.CallToolParams{Name: "github__slow"}
-	params.SetProgressToken("my-token")
-	if _, err := cs.CallTool(ctx, params); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 3; i++ {
-		select {
-		case p := <-progress:
-			if p.ProgressToken != "my-token" || p.Progress != float64(i) || p.Total != 3 {
-				t.Errorf("progress %d: %+v", i, p)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("progress notification %d did not arrive", i)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		progress := make(chan *mcp.ProgressNotificationParams, 10)
+		cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress <- req.Params },
+		})
+		ctx := context.Background()
+		params := &mcp.CallToolParams{Name: "github__slow"}
+		params.SetProgressToken("my-token")
+		if _, err := cs.CallTool(ctx, params); err != nil {
+			t.Fatal(err)
 		}
-	}
+		for i := 1; i <= 3; i++ {
+			select {
+			case p := <-progress:
+				if p.ProgressToken != "my-token" || p.Progress != float64(i) || p.Total != 3 {
+					t.Errorf("progress %d: %+v", i, p)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("progress notification %d did not arrive", i)
+			}
+		}
 
-	cctx, cancel := context.WithCancel(ctx)
-	waiting := tg.github.Waiting()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "github__wait"})
-		errc <- err
-	}()
-	select {
-	case <-waiting:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the wait call did not reach the upstream")
-	}
-	cancel()
-	if err := <-errc; err == nil {
-		t.Error("a cancelled call returned no error")
-	}
-	eventually(t, 5*time.Second, "the upstream to see the cancellation", func() bool { return tg.github.Cancelled.Load() == 1 })
+		cctx, cancel := context.WithCancel(ctx)
+		waiting := tg.github.Waiting()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "github__wait"})
+			errc <- err
+		}()
+		select {
+		case <-waiting:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the wait call did not reach the upstream")
+		}
+		cancel()
+		if err := <-errc; err == nil {
+			t.Error("a cancelled call returned no error")
+		}
+		eventually(t, 5*time.Second, "the upstream to see the cancellation", func() bool { return tg.github.Cancelled.Load() == 1 })
+	})
 }
 
 // TestProgressOnlyFromTheCalledUpstream: the token the gateway hands an
@@ -443,94 +450,100 @@ func TestListedMetaIsFiltered(t *testing.T) {
 // changed when its listing did, not when an upstream added a tool it may
 // not see.
 func TestListChangedOnlyForVisibleChanges(t *testing.T) {
-	tg := startGateway(t, nil)
-	changed := make(chan struct{}, 10)
-	cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	before := toolNames(t, cs)
-	tg.github.AddTool("zz_hidden") // no rule allows it
-	eventually(t, 5*time.Second, "the gateway to re-list github", func() bool {
-		st := tg.byName["github"].snapshot()
-		return st.cat != nil && st.cat.toolIdx["zz_hidden"] != nil
-	})
-	select {
-	case <-changed:
-		t.Error("alice was told her tools changed when only a tool she may not see was added")
-	case <-time.After(200 * time.Millisecond):
-	}
-	if after := toolNames(t, cs); !slices.Equal(before, after) {
-		t.Errorf("alice's listing changed: %v → %v", before, after)
-	}
-	tg.github.AddTool("list_more") // allowed by "list_*"
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("alice was not told when a tool she may see was added")
-	}
-	if !slices.Contains(toolNames(t, cs), "github__list_more") {
-		t.Error("github__list_more is not listed")
-	}
-	// Only alice's two listings since zz_hidden came are logged, not the
-	// listings made to compare.
-	n := 0
-	for _, r := range tg.log.all() {
-		if r.Name == "zz_hidden" {
-			n++
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		changed := make(chan struct{}, 10)
+		cs := tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		before := toolNames(t, cs)
+		tg.github.AddTool("zz_hidden") // no rule allows it
+		eventually(t, 5*time.Second, "the gateway to re-list github", func() bool {
+			st := tg.byName["github"].snapshot()
+			return st.cat != nil && st.cat.toolIdx["zz_hidden"] != nil
+		})
+		select {
+		case <-changed:
+			t.Error("alice was told her tools changed when only a tool she may not see was added")
+		case <-time.After(200 * time.Millisecond):
 		}
-	}
-	if n != 2 {
-		t.Errorf("zz_hidden was decided in %d logged records, want 2 (alice's two listings)", n)
-	}
+		if after := toolNames(t, cs); !slices.Equal(before, after) {
+			t.Errorf("alice's listing changed: %v → %v", before, after)
+		}
+		tg.github.AddTool("list_more") // allowed by "list_*"
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("alice was not told when a tool she may see was added")
+		}
+		if !slices.Contains(toolNames(t, cs), "github__list_more") {
+			t.Error("github__list_more is not listed")
+		}
+		// Only alice's two listings since zz_hidden came are logged, not the
+		// listings made to compare.
+		n := 0
+		for _, r := range tg.log.all() {
+			if r.Name == "zz_hidden" {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Errorf("zz_hidden was decided in %d logged records, want 2 (alice's two listings)", n)
+		}
+	})
 }
 
 // TestListChangedPerClass: principals of one class are listed once per
 // change, and each of them is told; a principal of another class whose
 // listing did not change is not.
 func TestListChangedPerClass(t *testing.T) {
-	policy := testPolicy + `principals: carol: mcp_servers: github: access: tool: deny_list: ["list_more"]` + "\n"
-	tg := startGateway(t, func(c *Config) { c.Tables = fixed(loadTable(t, policy, 1)) })
-	if tg.table.Load().ClassOf("alice") != tg.table.Load().ClassOf("dave") || tg.table.Load().ClassOf("alice") == tg.table.Load().ClassOf("carol") {
-		t.Fatal("alice and dave should be of one class, carol of another")
-	}
-	told := map[string]chan struct{}{}
-	for _, p := range []string{"alice", "dave", "carol"} {
-		ch := make(chan struct{}, 10)
-		told[p] = ch
-		tg.client(t, p, legacyVersion, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
-		})
-	}
-	expect := func(what string, want map[string]bool) {
-		t.Helper()
-		deadline := time.After(5 * time.Second)
-		for p, ch := range told {
-			if !want[p] {
-				continue
-			}
-			select {
-			case <-ch:
-			case <-deadline:
-				t.Fatalf("%s: %s was not told its tools changed", what, p)
-			}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		policy := testPolicy + `principals: carol: mcp_servers: github: access: tool: deny_list: ["list_more"]` + "\n"
+		tg := startGateway(t, func(c *Config) { c.Tables = fixed(loadTable(t, policy, 1)) })
+		if tg.table.Load().ClassOf("alice") != tg.table.Load().ClassOf("dave") || tg.table.Load().ClassOf("alice") == tg.table.Load().ClassOf("carol") {
+			t.Fatal("alice and dave should be of one class, carol of another")
 		}
-		time.Sleep(200 * time.Millisecond)
-		for p, ch := range told {
-			select {
-			case <-ch:
+		told := map[string]chan struct{}{}
+		for _, p := range []string{"alice", "dave", "carol"} {
+			ch := make(chan struct{}, 10)
+			told[p] = ch
+			tg.client(t, p, legacyVersion, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
+			})
+		}
+		expect := func(what string, want map[string]bool) {
+			t.Helper()
+			deadline := time.After(5 * time.Second)
+			for p, ch := range told {
 				if !want[p] {
-					t.Errorf("%s: %s was told its tools changed", what, p)
-				} else {
-					t.Errorf("%s: %s was told twice", what, p)
+					continue
 				}
-			default:
+				select {
+				case <-ch:
+				case <-deadline:
+					t.Fatalf("%s: %s was not told its tools changed", what, p)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			for p, ch := range told {
+				select {
+				case <-ch:
+					if !want[p] {
+						t.Errorf("%s: %s was told its tools changed", what, p)
+					} else {
+						t.Errorf("%s: %s was told twice", what, p)
+					}
+				default:
+				}
 			}
 		}
-	}
-	tg.github.AddTool("list_more") // carol may not see it
-	expect("list_more", map[string]bool{"alice": true, "dave": true})
-	tg.github.AddTool("list_other") // everyone may
-	expect("list_other", map[string]bool{"alice": true, "dave": true, "carol": true})
+		tg.github.AddTool("list_more") // carol may not see it
+		expect("list_more", map[string]bool{"alice": true, "dave": true})
+		tg.github.AddTool("list_other") // everyone may
+		expect("list_other", map[string]bool{"alice": true, "dave": true, "carol": true})
+	})
 }
 
 // TestConnectWhileListsChange: sessions of new principals connect while

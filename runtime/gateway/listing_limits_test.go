@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -194,38 +195,41 @@ func (r *rawUpstream) listed() int {
 // 16,000 a second were answered with 199 re-listings, and at about 700 a
 // second with 4985.)
 func TestListChangedStormIsCoalesced(t *testing.T) {
-	raw := &rawUpstream{tools: []string{"echo"}}
-	tg := startGateway(t, func(c *Config) { c.Upstreams[0] = Upstream{Name: "github", Dial: raw.dial} })
-	cs := tg.client(t, "alice", legacyVersion, nil)
-	before := raw.listed()
-	const storm = 2000
-	start := time.Now()
-	for i := 0; i < storm; i++ {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		raw := &rawUpstream{tools: []string{"echo"}}
+		tg := startGateway(t, func(c *Config) { c.Upstreams[0] = Upstream{Name: "github", Dial: raw.dial} })
+		cs := tg.client(t, "alice", legacyVersion, nil)
+		before := raw.listed()
+		const storm = 2000
+		start := time.Now()
+		for i := 0; i < storm; i++ {
+			if err := raw.notify("notifications/tools/list_changed"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The last change, announced last.
+		raw.mu.Lock()
+		raw.tools = append(raw.tools, "list_final")
+		raw.mu.Unlock()
 		if err := raw.notify("notifications/tools/list_changed"); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// The last change, announced last.
-	raw.mu.Lock()
-	raw.tools = append(raw.tools, "list_final")
-	raw.mu.Unlock()
-	if err := raw.notify("notifications/tools/list_changed"); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "the last change to be listed", func() bool {
-		return slices.Contains(toolNames(t, cs), "github__list_final")
+		eventually(t, 30*time.Second, "the last change to be listed", func() bool {
+			return slices.Contains(toolNames(t, cs), "github__list_final")
+		})
+		elapsed := time.Since(start)
+		// One re-listing at once, then at most one at the end of each interval
+		// (and one for a notification that arrived as one ended).
+		bound := 2 + int(elapsed/relistInterval) + 1
+		if n := raw.listed() - before; n > bound {
+			t.Errorf("%d notifications in %s were answered with %d re-listings, want at most %d", storm+1, elapsed, n, bound)
+		} else {
+			t.Logf("%d notifications in %s: %d re-listings", storm+1, elapsed, n)
+		}
+		// The gateway went on serving throughout.
+		if msg, isErr := callText(t, cs, "linear__echo"); isErr {
+			t.Errorf("linear__echo after the storm: %q", msg)
+		}
 	})
-	elapsed := time.Since(start)
-	// One re-listing at once, then at most one at the end of each interval
-	// (and one for a notification that arrived as one ended).
-	bound := 2 + int(elapsed/relistInterval) + 1
-	if n := raw.listed() - before; n > bound {
-		t.Errorf("%d notifications in %s were answered with %d re-listings, want at most %d", storm+1, elapsed, n, bound)
-	} else {
-		t.Logf("%d notifications in %s: %d re-listings", storm+1, elapsed, n)
-	}
-	// The gateway went on serving throughout.
-	if msg, isErr := callText(t, cs, "linear__echo"); isErr {
-		t.Errorf("linear__echo after the storm: %q", msg)
-	}
 }

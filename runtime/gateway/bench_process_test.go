@@ -51,7 +51,7 @@ func serveBenchRole(role string) int {
 		// 100 a Go server runs at, so its calls are cheap and the
 		// gateway's hop weighs more in the ratio.
 		if role == "gateway" {
-			debug.SetGCPercent(benchFloorGCPercent)
+			defer benchHeapFloor()()
 		} else {
 			debug.SetGCPercent(GCPercent)
 		}
@@ -220,8 +220,8 @@ func peakRSS(pid int) float64 {
 
 // BenchmarkThroughputProcesses is BenchmarkThroughputHTTP with each party
 // in a process of its own, as deployed: the upstream in one, the gateway in
-// another (at the command's collection target for a small live heap,
-// benchFloorGCPercent), and the 32 clients in the benchmark's. Besides the throughputs and their ratio
+// another (with the command's garbage collection policy, benchHeapFloor),
+// and the 32 clients in the benchmark's. Besides the throughputs and their ratio
 // it reports, from /proc, the CPU time each process spends per call and the
 // gateway's peak resident memory:
 //

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -75,28 +76,67 @@ func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
 }
 
 // benchGC runs a benchmark with the garbage collection policy the gateway
-// command runs with, unless GOGC is set: GCPercent, raised to
-// benchFloorGCPercent for an HTTP front. Direct calls share the process and
-// the policy.
+// command runs with, unless GOGC is set: GCPercent, with the command's
+// heap floor (benchHeapFloor) for an HTTP front. Direct calls share the
+// process and the policy.
 func benchGC(b *testing.B, transport string) {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
-	pct := GCPercent
 	if transport == "http" {
-		pct = benchFloorGCPercent
+		b.Cleanup(benchHeapFloor())
+		return
 	}
-	old := debug.SetGCPercent(pct)
+	old := debug.SetGCPercent(GCPercent)
 	b.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
-// benchFloorGCPercent is the collection target the gateway command's heap
-// floor (cmd/gc.go) holds while the live heap, goroutine stacks and
-// globals stay under the runtime's 4 MiB minimum heap: the floor, 64 MiB,
-// over 4 MiB, as a percentage. Above that point the command lowers the
-// target towards GCPercent as the live heap grows, which this fixed target
-// does not follow.
-const benchFloorGCPercent = (64 << 20) / (4 << 20) * 100
+// benchHeapFloor applies the heap floor of the gateway command (cmd/gc.go)
+// to a benchmark's process, so that its HTTP benchmarks collect garbage
+// as the command does: every second the target is set to let about 64 MiB
+// of garbage accumulate over the live heap, stacks and globals, between
+// GCPercent and 1600 (the floor over the runtime's 4 MiB minimum heap).
+// It is the command's rule without its hysteresis; stop restores the
+// target the process had.
+func benchHeapFloor() (stop func()) {
+	const floor = 64 << 20
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	set := func() {
+		metrics.Read(samples)
+		var base uint64
+		for _, s := range samples {
+			if s.Value.Kind() == metrics.KindUint64 {
+				base += s.Value.Uint64()
+			}
+		}
+		pct := floor / (4 << 20) * 100
+		if base > 0 {
+			pct = min(pct, max(GCPercent, int((floor*100+base-1)/base)))
+		}
+		debug.SetGCPercent(pct)
+	}
+	old := debug.SetGCPercent(GCPercent)
+	set()
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				set()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return sync.OnceFunc(func() {
+		close(done)
+		<-finished
+		debug.SetGCPercent(old)
+	})
+}
 
 func newBench(tb testing.TB, transport string) *benchSetup {
 	up := testupstream.New(testupstream.Options{Name: "github"})

@@ -18,6 +18,7 @@ const (
 	CodeInvalidUIPattern = "invalid-ui-pattern"
 	CodeUnknownServer    = "unknown-server"
 	CodeServerSeparator  = "server-name-separator"
+	CodeTooLarge         = "policy-too-large"
 
 	// Reachability: rules that cannot take effect (reach.go).
 	CodeEmptyPattern       = "empty-pattern"
@@ -84,6 +85,7 @@ var Codes = []CodeInfo{
 	{CodeNotUTF8, CategorySource, Error, "a policy file is not valid UTF-8"},
 	{CodeSyntax, CategorySource, Error, "a policy file is not valid CUE"},
 	{CodeWrongPackage, CategorySource, Error, "a policy file is not in package policy"},
+	{CodeTooLarge, CategorySource, Error, "lists or structs so large that CUE's evaluation of them would pass the compiler's budget"},
 	{CodeUnknownKey, CategorySchema, Error, "a key the schema does not define (often a misspelling), or one written with a ? or ! marker"},
 	{CodeType, CategorySchema, Error, "a value of the wrong type or out of range"},
 	{CodeApprovalOnFetch, CategoryApproval, Error, "approval_list under prompt or resource: no approval hold exists on a fetch"},

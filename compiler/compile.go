@@ -121,6 +121,9 @@ func (c *compilation) evaluate(files []File) cue.Value {
 		panic("embedded schema has no definition " + c.def)
 	}
 	c.parsed = c.parseFiles(files)
+	if !c.checkSize(c.parsed.files) {
+		return cue.Value{}
+	}
 	c.checkKeys(c.parsed)
 	partial := len(c.parsed.files) < len(files)
 	if partial && len(c.parsed.files) == 0 {

@@ -199,33 +199,117 @@ type rblock struct {
 	// literals is searched through its few globs, not rule by rule.
 	lits  map[string]*rrule
 	globs []*rrule
+	// byKey holds the rules by their key (see indexKey), each list in
+	// block order; keys are the distinct keys, sorted, and keyLens their
+	// distinct lengths, ascending. A name is matched only by rules whose
+	// key it starts with, so a block of thousands of globs with distinct
+	// prefixes (t1_*, t2_*, ...) is searched through a few of them.
+	byKey   map[string][]*rrule
+	keys    []string
+	keyLens []int
+	// work counts, in glob.Budget units, the comparisons of rules with a
+	// name or with another rule (first, earlier, newQuery), for the
+	// analysis to charge to its budget.
+	work *int64
 }
 
-// setRules sets b's rules and indexes them for first.
+// indexKey is the text every name r matches starts with, as its bytes:
+// the literal prefix, cut at a U+FFFD, which also matches invalid UTF-8.
+func indexKey(r *rrule) string {
+	if i := strings.IndexRune(r.prefix, utf8.RuneError); i >= 0 {
+		return r.prefix[:i]
+	}
+	return r.prefix
+}
+
+// setRules sets b's rules and indexes them for first and earlier.
 func (b *rblock) setRules(rules []*rrule) {
 	b.rules = rules
 	b.lits = make(map[string]*rrule, len(rules))
+	b.byKey = map[string][]*rrule{}
+	lens := map[int]bool{}
 	for _, r := range rules {
 		if !r.isLit {
 			b.globs = append(b.globs, r)
 		} else if b.lits[r.lit] == nil {
 			b.lits[r.lit] = r
 		}
+		k := indexKey(r)
+		if b.byKey[k] == nil {
+			b.keys = append(b.keys, k)
+		}
+		b.byKey[k] = append(b.byKey[k], r)
+		lens[len(k)] = true
+	}
+	slices.Sort(b.keys)
+	b.keyLens = slices.Sorted(maps.Keys(lens))
+}
+
+// count adds n to the work counter.
+func (b *rblock) count(n int) {
+	if b.work != nil {
+		*b.work += int64(n)
 	}
 }
 
 // first returns the first rule of b matching name, or nil.
 func (b *rblock) first(name string) *rrule {
-	lit := b.lits[name]
-	for _, r := range b.globs {
-		if lit != nil && r.pos > lit.pos {
+	best := b.lits[name]
+	for _, l := range b.keyLens {
+		if l > len(name) {
 			break
 		}
-		if r.match(name) {
-			return r
+		for _, r := range b.byKey[name[:l]] {
+			if best != nil && r.pos > best.pos {
+				break
+			}
+			if r.isLit {
+				continue
+			}
+			// A match costs about what two comparisons do, and at worst
+			// grows with the name's length times the pattern's.
+			b.count(2 + len(name)*len(r.entry.Pattern)/64)
+			if r.match(name) {
+				best = r
+				break
+			}
 		}
 	}
-	return lit
+	return best
+}
+
+// earlier returns the rules of b before r that may match a name r
+// matches, as far as their affixes tell (see disjoint), in block order.
+func (b *rblock) earlier(r *rrule) []*rrule {
+	var out []*rrule
+	consider := func(rs []*rrule) {
+		for _, o := range rs {
+			if o.pos >= r.pos {
+				break
+			}
+			b.count(1)
+			if !o.pat().Empty() && !disjoint(r, o) && (!o.isLit || r.pat().Match(o.lit)) {
+				out = append(out, o)
+			}
+		}
+	}
+	// Rules whose key r's prefix starts with, then those whose key goes
+	// on from r's prefix.
+	for _, l := range b.keyLens {
+		if l > len(r.prefix) {
+			break
+		}
+		consider(b.byKey[r.prefix[:l]])
+	}
+	i, _ := slices.BinarySearch(b.keys, r.prefix)
+	for ; i < len(b.keys) && strings.HasPrefix(b.keys[i], r.prefix); i++ {
+		b.count(1)
+		if len(b.keys[i]) > len(r.prefix) {
+			consider(b.byKey[b.keys[i]])
+		}
+	}
+	slices.SortFunc(out, func(x, y *rrule) int { return x.pos - y.pos })
+	return out
 }
 
 func (b *rblock) eval(name string) effect {
@@ -293,6 +377,17 @@ type analyzer struct {
 	res     *ReachResult
 	// search bounds every Witness search of the analysis with one budget.
 	search glob.Search
+	// work is the rules compared name by name since the budget was last
+	// charged for them (charge).
+	work int64
+}
+
+// charge spends on the analysis's budget the work counted since the last
+// charge, and reports whether the budget lasted.
+func (a *analyzer) charge() bool {
+	n := a.work
+	a.work = 0
+	return a.search.Budget.Spend(int(min(n, 1<<40))) && !a.search.Budget.Exhausted()
 }
 
 func newAnalyzer(p *Policy) *analyzer {
@@ -318,6 +413,7 @@ func newAnalyzer(p *Policy) *analyzer {
 			}
 			b.setRules(blockRules(b.access))
 			a.base[name][k] = b
+			b.work = &a.work
 			a.blocks = append(a.blocks, b)
 		}
 		a.ui[name] = a.uiList(s)
@@ -338,6 +434,7 @@ func newAnalyzer(p *Policy) *analyzer {
 				}
 				b.setRules(blockRules(acc))
 				a.narrow[blockKey{sc, sname, k}] = b
+				b.work = &a.work
 				a.blocks = append(a.blocks, b)
 			}
 		}
@@ -663,6 +760,7 @@ func (a *analyzer) newQuery(st []*rblock, j int, r *rrule, server string) *query
 		if i == j {
 			rules = rules[:r.pos]
 		}
+		b.count(len(rules))
 		q.idx[i] = make([]int, len(rules))
 		for k, o := range rules {
 			q.idx[i][k] = q.add(r, o)
@@ -816,6 +914,10 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		// (empty-group): reported once for the block.
 		return rr
 	}
+	if !a.charge() {
+		rr.Status = ReachUnknown
+		return rr
+	}
 
 	// Within the block: is every name r matches taken by an earlier rule?
 	var earlier []*rrule
@@ -827,12 +929,14 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		}
 		kept = r.lit
 	} else {
-		var pats []*glob.Pattern
-		for _, o := range b.rules[:r.pos] {
-			if !o.pat().Empty() && !disjoint(r, o) && (!o.isLit || r.pat().Match(o.lit)) {
-				earlier = append(earlier, o)
-				pats = append(pats, o.pat())
-			}
+		earlier = b.earlier(r)
+		if !a.charge() {
+			rr.Status = ReachUnknown
+			return rr
+		}
+		pats := make([]*glob.Pattern, len(earlier))
+		for i, o := range earlier {
+			pats[i] = o.pat()
 		}
 		// r's shortest name, when no earlier rule takes it, settles the
 		// question without a search.
@@ -876,6 +980,10 @@ search:
 				}
 			}
 		}
+	}
+	if !found && !a.charge() {
+		rr.Status = ReachUnknown
+		return rr
 	}
 	if !found && !r.isLit {
 	exhaustive:
@@ -1238,8 +1346,9 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 const ReachBudget = glob.DefaultBudget
 
 // reportIncomplete reports, once, the rules whose verdict the analysis
-// could not settle: a search of one passed glob.MaxWitnessStates states,
-// or the analysis spent ReachBudget. Any of them might never take effect.
+// could not settle: a search of one passed glob.MaxWitnessStates states or
+// glob.MaxWitnessWords words, or the analysis spent ReachBudget. Any of
+// them might never take effect.
 func (a *analyzer) reportIncomplete() {
 	var unknown []RuleReach
 	for _, rr := range a.res.Rules {
@@ -1251,9 +1360,15 @@ func (a *analyzer) reportIncomplete() {
 		return
 	}
 	first := unknown[0]
-	why := fmt.Sprintf("a search over the patterns of its block passed %d states", glob.MaxWitnessStates)
-	if a.search.Budget.Exhausted() {
+	stopped := a.search.Budget.Stopped()
+	var why string
+	switch {
+	case stopped&glob.WorkLimit != 0:
 		why = "the analysis used up the work it may do on one policy"
+	case stopped&glob.MemoryLimit != 0:
+		why = fmt.Sprintf("a search over the patterns of its block would have held more than %d words of automaton and states (glob.MaxWitnessWords)", glob.MaxWitnessWords)
+	default:
+		why = fmt.Sprintf("a search over the patterns of its block passed %d states", glob.MaxWitnessStates)
 	}
 	others := ""
 	switch n := len(unknown) - 1; n {

@@ -11,6 +11,13 @@ import (
 // visit before giving up and reporting an incomplete search.
 const MaxWitnessStates = 200000
 
+// MaxWitnessWords bounds the memory of one Witness search: the words of
+// the states it holds (each state is a bitset of one word per 64 pattern
+// positions, kept once in the visiting order and once as a key of the
+// visited set) and of its automaton's cells. A search over wide patterns
+// reaches it before MaxWitnessStates, and gives up, incomplete.
+const MaxWitnessWords = 1 << 23
+
 // universe is every rune a name can contain.
 var universe = []runeRange{{0, surrogateMin - 1}, {surrogateMax + 1, utf8.MaxRune}}
 
@@ -58,7 +65,23 @@ type Search struct {
 type Budget struct {
 	left  int64
 	spent bool
+	// capped records the per-search limits that stopped a search.
+	capped Limit
 }
+
+// Limit names a bound that stopped an incomplete search.
+type Limit uint8
+
+// Limits; a Budget reports them as a set (Budget.Stopped).
+const (
+	// StateLimit: a search visited MaxWitnessStates states.
+	StateLimit Limit = 1 << iota
+	// MemoryLimit: a search's automaton and states would have held more
+	// than MaxWitnessWords words.
+	MemoryLimit
+	// WorkLimit: the searches sharing the Budget spent it.
+	WorkLimit
+)
 
 // DefaultBudget is the budget of one analysis (lint's of a policy, diff's
 // of two tables): about 3 s of searching on a 2-CPU machine. A generated
@@ -70,6 +93,29 @@ func NewBudget(n int64) *Budget { return &Budget{left: n} }
 
 // Exhausted reports whether a search has given up for want of budget.
 func (b *Budget) Exhausted() bool { return b != nil && b.spent }
+
+// Stopped returns the set of limits that stopped the searches given b.
+func (b *Budget) Stopped() Limit {
+	if b == nil {
+		return 0
+	}
+	if b.spent {
+		return b.capped | WorkLimit
+	}
+	return b.capped
+}
+
+// stop records that a search gave up at limit l.
+func (b *Budget) stop(l Limit) {
+	if b != nil {
+		b.capped |= l
+	}
+}
+
+// Spend takes n units for work done outside the searches (comparing rules
+// name by name, for example), and reports false, marking the budget
+// exhausted, when there were not that many left.
+func (b *Budget) Spend(n int) bool { return b.spend(n) }
 
 // spend takes n units, and reports false, marking the budget exhausted,
 // when there were not that many left.
@@ -94,9 +140,30 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 	if p.empty {
 		return "", false, true
 	}
-	a := newAutomaton(append([]*Pattern{p}, others...))
-	if !s.Budget.spend(len(a.adv) * (a.words + 1)) {
+	pats := append([]*Pattern{p}, others...)
+	// The automaton's build compares every interval of its rune partition
+	// with every position, and holds a bitset of the positions for each
+	// cell: pay for both before it.
+	positions := 0
+	for _, q := range pats {
+		positions += len(q.elems) + 1
+	}
+	words := (positions + 63) / 64
+	intervals := partitionSize(pats)
+	if intervals*words > MaxWitnessWords {
+		s.Budget.stop(MemoryLimit)
 		return "", false, false
+	}
+	// A unit buys about sixteen of the build's comparisons of an interval
+	// with a position.
+	if !s.Budget.spend(intervals * (positions/16 + 1)) {
+		return "", false, false
+	}
+	a := newAutomaton(pats)
+	// Each state visited is held twice (slab and seen).
+	stateLimit := StateLimit
+	if m := (MaxWitnessWords - len(a.adv)*a.words) / (2 * a.words); m < limit {
+		limit, stateLimit = m, MemoryLimit
 	}
 
 	// Try cells in order of preference of their representatives; BFS then
@@ -172,6 +239,7 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 				continue
 			}
 			if len(parent) >= limit {
+				s.Budget.stop(stateLimit)
 				return "", false, false
 			}
 			seen[string(key)] = true
@@ -184,6 +252,26 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 		}
 	}
 	return "", false, true
+}
+
+// partitionSize is the number of intervals of the rune partition of an
+// automaton of pats (newAutomaton), at most: every distinct literal rune and
+// class bound starts one, and so does the rune after each.
+func partitionSize(pats []*Pattern) int {
+	starts := map[rune]bool{0: true, surrogateMax + 1: true}
+	for _, p := range pats {
+		for _, e := range p.elems {
+			switch e.kind {
+			case kindLit:
+				starts[e.r], starts[e.r+1] = true, true
+			case kindClass:
+				for _, r := range e.ranges {
+					starts[r.lo], starts[r.hi+1] = true, true
+				}
+			}
+		}
+	}
+	return len(starts)
 }
 
 // litRank is 0 if r is a literal rune of the patterns, else 1.

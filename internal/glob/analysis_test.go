@@ -290,3 +290,60 @@ func TestSearchBudget(t *testing.T) {
 		t.Fatal("no budget is exhausted")
 	}
 }
+
+// A search records which bound stopped it: the state count for narrow
+// patterns, the words of memory for wide ones (a state of n positions is
+// n/64 words), the shared work budget when that ran out first.
+func TestSearchStopped(t *testing.T) {
+	never := func(m []bool) bool { return false }
+	// Narrow: 2^23 states are needed, each of one word.
+	narrow := MustParse("*a" + strings.Repeat("?", 22))
+	b := NewBudget(DefaultBudget)
+	if _, ok, complete := (Search{Budget: b}).Witness(narrow, []*Pattern{narrow}, func(m []bool) bool { return !m[0] }); ok || complete {
+		t.Fatal("the narrow search was complete")
+	}
+	if got := b.Stopped(); got != StateLimit {
+		t.Errorf("narrow: stopped by %b, want StateLimit", got)
+	}
+	// Wide: the same question over patterns of 3,000 positions (47 words
+	// a state) reaches MaxWitnessWords before MaxWitnessStates states.
+	wide := MustParse("*a" + strings.Repeat("?", 22) + "*" + strings.Repeat("b", 3000))
+	b = NewBudget(DefaultBudget)
+	if _, ok, complete := (Search{Budget: b}).Witness(wide, []*Pattern{wide}, func(m []bool) bool { return !m[0] }); ok || complete {
+		t.Fatal("the wide search was complete")
+	}
+	if got := b.Stopped(); got != MemoryLimit {
+		t.Errorf("wide: stopped by %b, want MemoryLimit", got)
+	}
+	// An automaton whose rune partition times its width passes
+	// MaxWitnessWords is not built at all: ten patterns of 4,000 runes of
+	// their own.
+	var huge []*Pattern
+	for i := range 10 {
+		var distinct strings.Builder
+		for r := range rune(4000) {
+			distinct.WriteRune(0x4e00 + rune(i)*4000 + r)
+		}
+		huge = append(huge, MustParse(distinct.String()))
+	}
+	b = NewBudget(DefaultBudget)
+	if _, ok, complete := (Search{Budget: b}).Witness(huge[0], huge[1:], never); ok || complete {
+		t.Fatal("the search of the huge automaton was complete")
+	}
+	if got := b.Stopped(); got != MemoryLimit || b.Exhausted() {
+		t.Errorf("huge: stopped by %b (exhausted %v), want MemoryLimit alone", got, b.Exhausted())
+	}
+	// A small work budget runs out first.
+	b = NewBudget(1000)
+	if _, _, complete := (Search{Budget: b}).Witness(narrow, []*Pattern{narrow}, never); complete {
+		t.Fatal("the search with 1000 units was complete")
+	}
+	if got := b.Stopped(); got&WorkLimit == 0 || !b.Exhausted() {
+		t.Errorf("small budget: stopped by %b, want WorkLimit", got)
+	}
+	// Spend charges work done outside the searches.
+	b = NewBudget(10)
+	if !b.Spend(10) || b.Spend(1) || !b.Exhausted() {
+		t.Error("Spend did not exhaust a budget of 10 at the 11th unit")
+	}
+}

@@ -135,3 +135,56 @@ func globPattern(r *rand.Rand) string {
 		return "*" + n[:3] + "*"
 	}
 }
+
+// LongGlobs is a policy whose global tool allow_list holds n random globs
+// of about length elements each (literals a-d, ? and *), over one server
+// that allows every tool: the shape that makes the reachability analysis's
+// product automaton widest, since every server block is compared with all
+// of them at once.
+func LongGlobs(n, length int, seed uint64) []compiler.File {
+	r := rand.New(rand.NewPCG(seed, 0x2545f4914f6cdd1d))
+	var b strings.Builder
+	b.WriteString("package policy\n\nmcp_servers: s: access: tool: allow_list: [\"*\"]\nglobal: access: tool: allow_list: [\n")
+	for range n {
+		var p []byte
+		for len(p) < length {
+			switch x := r.IntN(10); {
+			case x == 0:
+				if len(p) == 0 || p[len(p)-1] != '*' {
+					p = append(p, '*')
+				}
+			case x == 1:
+				p = append(p, '?')
+			default:
+				p = append(p, byte('a'+r.IntN(4)))
+			}
+		}
+		fmt.Fprintf(&b, "\t%q,\n", p)
+	}
+	b.WriteString("]\n")
+	return []compiler.File{{Name: "policy.cue", Data: []byte(b.String())}}
+}
+
+// Prefixes is a policy with one server whose tool allow_list holds the n
+// globs t0_*, t1_*, ...: many simple patterns in one block.
+func Prefixes(n int) []compiler.File {
+	var b strings.Builder
+	b.WriteString("package policy\n\nmcp_servers: s: access: tool: allow_list: [\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\t\"t%d_*\",\n", i)
+	}
+	b.WriteString("]\n")
+	return []compiler.File{{Name: "policy.cue", Data: []byte(b.String())}}
+}
+
+// Suffixes is Prefixes with the globs *_t0, *_t1, ...: no literal prefix
+// tells them apart, so every one may match what another matches.
+func Suffixes(n int) []compiler.File {
+	var b strings.Builder
+	b.WriteString("package policy\n\nmcp_servers: s: access: tool: allow_list: [\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\t\"*_t%d\",\n", i)
+	}
+	b.WriteString("]\n")
+	return []compiler.File{{Name: "policy.cue", Data: []byte(b.String())}}
+}

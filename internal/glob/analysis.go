@@ -60,8 +60,9 @@ type Search struct {
 // Budget bounds the total work of the searches that share it, counted in
 // units of one step of one state over 64 pattern positions (a search
 // over n positions spends about n/64 units for each state it steps on
-// each cell of its rune partition, and as much to build its automaton).
-// It is not safe for concurrent use.
+// each cell of its rune partition, and n/16 for each interval of that
+// partition to build its automaton). Its users charge their own work in
+// the same units (Spend). It is not safe for concurrent use.
 type Budget struct {
 	left  int64
 	spent bool
@@ -84,8 +85,9 @@ const (
 )
 
 // DefaultBudget is the budget of one analysis (lint's of a policy, diff's
-// of two tables): about 3 s of searching on a 2-CPU machine. A generated
-// policy of 200 servers and 8,000 rules spends 1.4 million units.
+// of two tables). A unit is meant to cost about what one step of a state
+// over 64 positions does, so that the budget is a few seconds of searching
+// on a small CI runner (docs/performance.md has the figures).
 const DefaultBudget = 100_000_000
 
 // NewBudget returns a budget of n units.

@@ -4,11 +4,11 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -16,7 +16,10 @@ import (
 // and on every reload. It is the gateway's only way to a table.
 func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*decide.Table) error) (*decide.Table, error) {
 	return func(accept func(*decide.Table) error) (*decide.Table, error) {
-		b, err := os.ReadFile(path)
+		b, err := envelope.ReadFile(path)
+		if errors.Is(err, envelope.ErrTooLarge) {
+			return nil, fmt.Errorf("%s refused: %w: %w", path, decide.ErrBadSignature, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read the signed table: %w", err)
 		}

@@ -30,7 +30,8 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: false,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":  cmdExits,
+			"sparse": cmdSparse,
 		},
 		Setup: func(env *testscript.Env) error {
 			examples, err := filepath.Abs("../examples")
@@ -98,4 +99,20 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdSparse creates FILE of SIZE bytes that holds no data (a sparse file),
+// for scripts about inputs too large to write out.
+func cmdSparse(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sparse FILE SIZE")
+	}
+	size, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil {
+		ts.Fatalf("sparse: bad size %q", args[1])
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(f.Truncate(size))
+	ts.Check(f.Close())
 }

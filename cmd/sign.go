@@ -67,6 +67,9 @@ Examples:
 				return err
 			}
 			in, err := readInput(c.InOrStdin(), args[0])
+			if errors.Is(err, envelope.ErrTooLarge) {
+				return failuref("%v", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -176,6 +179,9 @@ func (o *signOptions) sealWith(in []byte, key ed25519.PrivateKey, name string, s
 	}
 	env := &envelope.Envelope{PayloadType: table.PayloadType, Payload: payload}
 	env.Sign(key)
+	if err := env.CheckLimits(); err != nil {
+		return nil, "", failuref("%s: %v", name, err)
+	}
 	expiry := "no expiry"
 	if src.Expires != "" {
 		expiry = "expires " + src.Expires
@@ -213,6 +219,9 @@ func (o *signOptions) addSignature(env *envelope.Envelope, key ed25519.PrivateKe
 		return nil, "", failuref("%s: the signed payload is not a valid decision table: %v", name, err)
 	}
 	env.Sign(key)
+	if err := env.CheckLimits(); err != nil {
+		return nil, "", failuref("%s: %v", name, err)
+	}
 	done := fmt.Sprintf("added a signature by key %s to table %s (serial %d); %d signatures", id, src.Digest, src.Serial, len(env.Signatures))
 	return env.Marshal(), done, nil
 }
@@ -307,14 +316,19 @@ func parseExpiry(s string, now time.Time) (time.Time, error) {
 	return now.Add(d).UTC().Truncate(time.Second), nil
 }
 
-// readInput reads a file, or standard input for "-".
+// readInput reads a file, or standard input for "-", taking no more of
+// either than an envelope may hold (envelope.MaxSize): the error for more
+// wraps envelope.ErrTooLarge and is left to the caller to word.
 func readInput(stdin io.Reader, path string) ([]byte, error) {
 	var b []byte
 	var err error
 	if path == "-" {
-		b, err = io.ReadAll(stdin)
+		b, err = envelope.Read(stdin)
 	} else {
-		b, err = os.ReadFile(path)
+		b, err = envelope.ReadFile(path)
+	}
+	if errors.Is(err, envelope.ErrTooLarge) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, failuref("%v", err)

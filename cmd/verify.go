@@ -72,6 +72,11 @@ Examples:
 				return err
 			}
 			in, err := readInput(c.InOrStdin(), args[0])
+			if errors.Is(err, envelope.ErrTooLarge) {
+				// Refused as LoadVerified refuses an envelope over the
+				// limit: malformed.
+				return verifyError(args[0], fmt.Errorf("%w: %w", decide.ErrBadSignature, err))
+			}
 			if err != nil {
 				return err
 			}

@@ -6,17 +6,25 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
-
-	"github.com/policyc/policyc/runtime/gateway"
 )
+
+// gcPercent is the garbage collection target (GOGC) the gateway command
+// runs with when GOGC is not set. The SDK allocates a 32 KiB buffer for
+// every JSON value it decodes while a gateway's live heap stays small, so
+// at the default of 100 the collector runs every few calls and takes a
+// large share of each one on a small machine; a higher target trades a
+// few megabytes of heap for it (docs/performance.md, "Gateway"). The
+// gateway's benchmarks keep a copy of it (benchGCPercent in
+// runtime/gateway/bench_test.go), so that they measure this policy.
+const gcPercent = 400
 
 // heapFloor is the gateway command's garbage collection policy for an
 // HTTP front, unless GOGC is set: about this much garbage accumulates
 // between two collections however small the live heap is. A gateway's
 // live heap is a few megabytes while the SDK allocates 32 KiB for every
-// JSON value it decodes, so gateway.GCPercent alone would collect every
+// JSON value it decodes, so gcPercent alone would collect every
 // few dozen calls. GOMEMLIMIT, when set, still caps the heap
-// (docs/gateway.md, "Performance").
+// (docs/performance.md, "Gateway").
 const heapFloor = 64 << 20
 
 // gcPercentFor is the collection target that lets about max(floor, base ×
@@ -29,13 +37,13 @@ func gcPercentFor(base, floor uint64) int {
 	const limit = 1 << 20 // a target the runtime holds (an int32)
 	most := uint64(limit)
 	if q := floor / (4 << 20); q < limit/100 {
-		most = max(q*100, gateway.GCPercent)
+		most = max(q*100, gcPercent)
 	}
 	if base == 0 || floor/base >= most/100 {
 		return int(most)
 	}
 	// floor/base < most/100: the product stays small.
-	return max(gateway.GCPercent, int(math.Ceil(float64(floor)*100/float64(base))))
+	return max(gcPercent, int(math.Ceil(float64(floor)*100/float64(base))))
 }
 
 // gcTuner keeps the collection target at gcPercentFor the live heap.
@@ -64,20 +72,20 @@ func (g *gcTuner) adjust() {
 		}
 	}
 	pct := gcPercentFor(base, g.floor)
-	bound := pct == gateway.GCPercent || pct == gcPercentFor(0, g.floor)
+	bound := pct == gcPercent || pct == gcPercentFor(0, g.floor)
 	if g.current < 0 || (bound && pct != g.current) || math.Abs(float64(pct-g.current)) > float64(g.current)/10 {
 		debug.SetGCPercent(pct)
 		g.current = pct
 	}
 }
 
-// tuneGC sets the collection target to gateway.GCPercent, raised while
+// tuneGC sets the collection target to gcPercent, raised while
 // the live heap is small so that about floor bytes of garbage accumulate
 // between collections, and adjusts it every period. stop ends the tuning
 // and restores the target the process had.
 func tuneGC(floor uint64, period time.Duration) (stop func()) {
 	g := newGCTuner(floor)
-	old := debug.SetGCPercent(gateway.GCPercent)
+	old := debug.SetGCPercent(gcPercent)
 	g.adjust()
 	done := make(chan struct{})
 	finished := make(chan struct{})

@@ -18,7 +18,7 @@ import (
 //
 //	go test ./runtime/approval -run '^$' -bench . -benchtime=2000x -count 5
 //
-// Figures are in docs/approvals.md.
+// Figures are in docs/performance.md.
 
 // noApprovalPolicy is e2ePolicy without its approval rules: the gateway
 // serves it without a gate.

@@ -46,14 +46,14 @@ const benchProfileEnv = "POLICYC_BENCH_CPUPROFILE"
 func serveBenchRole(role string) int {
 	if os.Getenv("GOGC") == "" {
 		// The gateway runs with the command's collection policy. The
-		// upstream runs at GCPercent, which the in-process benchmarks
+		// upstream runs at benchGCPercent, which the in-process benchmarks
 		// used before the heap floor: more generous than the default of
 		// 100 a Go server runs at, so its calls are cheap and the
 		// gateway's hop weighs more in the ratio.
 		if role == "gateway" {
 			defer benchHeapFloor()()
 		} else {
-			debug.SetGCPercent(GCPercent)
+			debug.SetGCPercent(benchGCPercent)
 		}
 	}
 	var h http.Handler
@@ -230,7 +230,7 @@ func peakRSS(pid int) float64 {
 // POLICYC_BENCH_CPUPROFILE=prefix writes the upstream's and the gateway's
 // CPU profiles to prefix.upstream and prefix.gateway.
 func BenchmarkThroughputProcesses(b *testing.B) {
-	benchGC(b, "inmemory") // the clients' process: GCPercent, as the upstream's
+	benchGC(b, "inmemory") // the clients' process: benchGCPercent, as the upstream's
 	const rounds = 5
 	upURL, upPid := startRole(b, "upstream")
 	gwURL, gwPid := startRole(b, "gateway", benchUpstreamEnv+"="+upURL)

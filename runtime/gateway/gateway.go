@@ -118,13 +118,11 @@ type Upstream struct {
 	Dial func(ctx context.Context) (mcp.Transport, error)
 }
 
-// GCPercent is the garbage collection target (GOGC) the gateway command
-// runs with when GOGC is not set. The SDK allocates a 32 KiB buffer for
-// every JSON value it decodes while a gateway's live heap stays small, so
-// at the default of 100 the collector runs every few calls and, on a small
-// machine, takes a large share of each one. At 400 the heap peaks at about
-// five times the live heap (megabytes) and tools/call latency through the
-// gateway drops by a third (docs/gateway.md, "Performance").
+// GCPercent is the gateway command's garbage collection target, which
+// now lives with the command (gcPercent in cmd/gc.go).
+//
+// Deprecated: kept only until cmd/gateway.go reads the command's own
+// constant; it goes then.
 const GCPercent = 400
 
 // ErrCannotEnforce is the refusal of a table Config.Check rejects.

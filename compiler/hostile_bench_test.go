@@ -11,7 +11,7 @@ import (
 
 // BenchmarkHostile compiles the shapes a pull request could use to exhaust
 // a CI runner: long random globs in a global allow_list, many simple globs
-// in one block with and without a literal prefix, one list of 200,000
+// in one block with a literal prefix, a suffix or neither, one list of 200,000
 // patterns, and 50,000 generated rules spread over 1,000 servers. Each
 // ends within the compiler's budgets: compiled (maybe with
 // reach-incomplete), or refused before evaluation (policy-too-large).
@@ -27,6 +27,7 @@ func BenchmarkHostile(b *testing.B) {
 		{"long=100x300", policygen.LongGlobs(100, 300, 1), false},
 		{"prefixes=16000", policygen.Prefixes(16000), false},
 		{"suffixes=16000", policygen.Suffixes(16000), false},
+		{"infixes=16000", policygen.Infixes(16000), false},
 		{"prefixes=200000", policygen.Prefixes(200000), true},
 		{"generated=50000", policygen.Generate(policygen.Spec{Servers: 1000, RulesPerServer: 50, Seed: 1}).Files, false},
 	}

@@ -199,12 +199,13 @@ type rblock struct {
 	// literals is searched through its few globs, not rule by rule.
 	lits  map[string]*rrule
 	globs []*rrule
-	// byKey holds the rules by their key (see indexKey), each list in
-	// block order; keys are the distinct keys, sorted, and keyLens their
-	// distinct lengths, ascending. A name is matched only by rules whose
-	// key it starts with, so a block of thousands of globs with distinct
-	// prefixes (t1_*, t2_*, ...) is searched through a few of them.
-	byKey   map[string][]*rrule
+	// byKey holds the rules by their prefix key, then by their suffix key
+	// (see indexKeys); keys are the distinct prefix keys, sorted, and
+	// keyLens their distinct lengths, ascending. A name is matched only by
+	// rules whose keys it starts and ends with, so a block of thousands of
+	// globs with distinct prefixes (t1_*, t2_*, ...) or suffixes (*_t1,
+	// *_t2, ...) is searched through a few of them.
+	byKey   map[string]*suffixIndex
 	keys    []string
 	keyLens []int
 	// work counts, in glob.Budget units, the comparisons of rules with a
@@ -213,20 +214,41 @@ type rblock struct {
 	work *int64
 }
 
-// indexKey is the text every name r matches starts with, as its bytes:
-// the literal prefix, cut at a U+FFFD, which also matches invalid UTF-8.
-func indexKey(r *rrule) string {
-	if i := strings.IndexRune(r.prefix, utf8.RuneError); i >= 0 {
-		return r.prefix[:i]
+// suffixIndex holds the rules of one prefix key by their suffix key, each
+// list in block order: revs are the distinct suffix keys reversed, sorted,
+// with their rules in buckets; lens their distinct lengths, ascending.
+type suffixIndex struct {
+	bySuffix map[string][]*rrule
+	revs     []string
+	buckets  [][]*rrule
+	lens     []int
+}
+
+// indexKeys are the texts every name r matches starts and ends with, as
+// bytes: the literal prefix and suffix, each cut at a U+FFFD, which also
+// matches invalid UTF-8.
+func indexKeys(r *rrule) (prefix, suffix string) {
+	prefix, suffix = r.prefix, r.suffix
+	if i := strings.IndexRune(prefix, utf8.RuneError); i >= 0 {
+		prefix = prefix[:i]
 	}
-	return r.prefix
+	if i := strings.LastIndex(suffix, string(utf8.RuneError)); i >= 0 {
+		suffix = suffix[i+len(string(utf8.RuneError)):]
+	}
+	return prefix, suffix
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
 }
 
 // setRules sets b's rules and indexes them for first and earlier.
 func (b *rblock) setRules(rules []*rrule) {
 	b.rules = rules
 	b.lits = make(map[string]*rrule, len(rules))
-	b.byKey = map[string][]*rrule{}
+	b.byKey = map[string]*suffixIndex{}
 	lens := map[int]bool{}
 	for _, r := range rules {
 		if !r.isLit {
@@ -234,15 +256,30 @@ func (b *rblock) setRules(rules []*rrule) {
 		} else if b.lits[r.lit] == nil {
 			b.lits[r.lit] = r
 		}
-		k := indexKey(r)
-		if b.byKey[k] == nil {
-			b.keys = append(b.keys, k)
+		p, sfx := indexKeys(r)
+		x := b.byKey[p]
+		if x == nil {
+			x = &suffixIndex{bySuffix: map[string][]*rrule{}}
+			b.byKey[p] = x
+			b.keys = append(b.keys, p)
+			lens[len(p)] = true
 		}
-		b.byKey[k] = append(b.byKey[k], r)
-		lens[len(k)] = true
+		x.bySuffix[sfx] = append(x.bySuffix[sfx], r)
 	}
 	slices.Sort(b.keys)
 	b.keyLens = slices.Sorted(maps.Keys(lens))
+	for _, x := range b.byKey {
+		sufLens := map[int]bool{}
+		for sfx := range x.bySuffix {
+			x.revs = append(x.revs, reverse(sfx))
+			sufLens[len(sfx)] = true
+		}
+		slices.Sort(x.revs)
+		for _, rev := range x.revs {
+			x.buckets = append(x.buckets, x.bySuffix[reverse(rev)])
+		}
+		x.lens = slices.Sorted(maps.Keys(sufLens))
+	}
 }
 
 // count adds n to the work counter.
@@ -255,23 +292,33 @@ func (b *rblock) count(n int) {
 // first returns the first rule of b matching name, or nil.
 func (b *rblock) first(name string) *rrule {
 	best := b.lits[name]
-	for _, l := range b.keyLens {
-		if l > len(name) {
+	for _, lp := range b.keyLens {
+		if lp > len(name) {
 			break
 		}
-		for _, r := range b.byKey[name[:l]] {
-			if best != nil && r.pos > best.pos {
+		x := b.byKey[name[:lp]]
+		if x == nil {
+			continue
+		}
+		b.count(1)
+		for _, ls := range x.lens {
+			if ls > len(name) {
 				break
 			}
-			if r.isLit {
-				continue
-			}
-			// A match costs about what two comparisons do, and at worst
-			// grows with the name's length times the pattern's.
-			b.count(2 + len(name)*len(r.entry.Pattern)/64)
-			if r.match(name) {
-				best = r
-				break
+			for _, r := range x.bySuffix[name[len(name)-ls:]] {
+				if best != nil && r.pos > best.pos {
+					break
+				}
+				if r.isLit {
+					continue
+				}
+				// A match costs about what two comparisons do, and at worst
+				// grows with the name's length times the pattern's.
+				b.count(2 + len(name)*len(r.entry.Pattern)/64)
+				if r.match(name) {
+					best = r
+					break
+				}
 			}
 		}
 	}
@@ -293,19 +340,39 @@ func (b *rblock) earlier(r *rrule) []*rrule {
 			}
 		}
 	}
-	// Rules whose key r's prefix starts with, then those whose key goes
-	// on from r's prefix.
+	// Of the rules of one prefix key: those whose suffix key ends r's
+	// suffix, then those whose suffix key ends with r's suffix.
+	bySuffix := func(x *suffixIndex) {
+		for _, l := range x.lens {
+			if l > len(r.suffix) {
+				break
+			}
+			consider(x.bySuffix[r.suffix[len(r.suffix)-l:]])
+		}
+		rev := reverse(r.suffix)
+		i, _ := slices.BinarySearch(x.revs, rev)
+		for ; i < len(x.revs) && strings.HasPrefix(x.revs[i], rev); i++ {
+			b.count(1)
+			if len(x.revs[i]) > len(rev) {
+				consider(x.buckets[i])
+			}
+		}
+	}
+	// Rules whose prefix key r's prefix starts with, then those whose
+	// prefix key goes on from r's prefix.
 	for _, l := range b.keyLens {
 		if l > len(r.prefix) {
 			break
 		}
-		consider(b.byKey[r.prefix[:l]])
+		if x := b.byKey[r.prefix[:l]]; x != nil {
+			bySuffix(x)
+		}
 	}
 	i, _ := slices.BinarySearch(b.keys, r.prefix)
 	for ; i < len(b.keys) && strings.HasPrefix(b.keys[i], r.prefix); i++ {
 		b.count(1)
 		if len(b.keys[i]) > len(r.prefix) {
-			consider(b.byKey[b.keys[i]])
+			bySuffix(b.byKey[b.keys[i]])
 		}
 	}
 	slices.SortFunc(out, func(x, y *rrule) int { return x.pos - y.pos })

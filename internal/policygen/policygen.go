@@ -177,13 +177,19 @@ func Prefixes(n int) []compiler.File {
 	return []compiler.File{{Name: "policy.cue", Data: []byte(b.String())}}
 }
 
-// Suffixes is Prefixes with the globs *_t0, *_t1, ...: no literal prefix
-// tells them apart, so every one may match what another matches.
-func Suffixes(n int) []compiler.File {
+// Suffixes is Prefixes with the globs *_t0, *_t1, ...
+func Suffixes(n int) []compiler.File { return affixed(n, "*_t%d") }
+
+// Infixes is Prefixes with the globs *_t0_*, *_t1_*, ...: neither a
+// literal prefix nor a suffix tells them apart, so every one may match
+// what another matches.
+func Infixes(n int) []compiler.File { return affixed(n, "*_t%d_*") }
+
+func affixed(n int, format string) []compiler.File {
 	var b strings.Builder
 	b.WriteString("package policy\n\nmcp_servers: s: access: tool: allow_list: [\n")
 	for i := range n {
-		fmt.Fprintf(&b, "\t\"*_t%d\",\n", i)
+		fmt.Fprintf(&b, "\t%q,\n", fmt.Sprintf(format, i))
 	}
 	b.WriteString("]\n")
 	return []compiler.File{{Name: "policy.cue", Data: []byte(b.String())}}

@@ -312,9 +312,7 @@ func (b *rblock) first(name string) *rrule {
 				if r.isLit {
 					continue
 				}
-				// A match costs about what two comparisons do, and at worst
-				// grows with the name's length times the pattern's.
-				b.count(2 + len(name)*len(r.entry.Pattern)/64)
+				b.count(int(matchCost(name, r)))
 				if r.match(name) {
 					best = r
 					break
@@ -1007,7 +1005,7 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		}
 		// r's shortest name, when no earlier rule takes it, settles the
 		// question without a search.
-		if ex, _ := glob.Example(r.pat()); firstOf(earlier, ex) == nil {
+		if ex, _ := glob.Example(r.pat()); a.firstOf(earlier, ex) == nil {
 			kept = ex
 		} else if o := a.singleCover(r, earlier, ex); o != nil {
 			a.reportShadowed(r, []*rrule{o})
@@ -1093,6 +1091,7 @@ func (a *analyzer) add(r *rrule, code, msg, suggestion string) {
 // over the whole block.
 func (a *analyzer) singleCover(r *rrule, earlier []*rrule, ex string) *rrule {
 	for _, o := range earlier {
+		a.work += matchCost(ex, o)
 		if !o.match(ex) {
 			continue
 		}
@@ -1129,13 +1128,21 @@ func (a *analyzer) minimalCover(r *rrule, cover []*rrule) []*rrule {
 }
 
 // firstOf returns the first of rules matching name, or nil.
-func firstOf(rules []*rrule, name string) *rrule {
+func (a *analyzer) firstOf(rules []*rrule, name string) *rrule {
 	for _, o := range rules {
+		a.work += matchCost(name, o)
 		if o.match(name) {
 			return o
 		}
 	}
 	return nil
+}
+
+// matchCost is what matching name against r is charged, in glob.Budget
+// units: about what four comparisons of rules cost, and at worst growing
+// with the name's length times the pattern's.
+func matchCost(name string, r *rrule) int64 {
+	return int64(4 + len(name)*len(r.entry.Pattern)/64)
 }
 
 func describeAll(rs []*rrule) string {
@@ -1168,7 +1175,7 @@ func (a *analyzer) reportPartial(b *rblock, r *rrule, earlier []*rrule, rr RuleR
 	// rules of r's own list, so r loses a name to another effect exactly
 	// when it overlaps one of those rules; pairs are cheap to search.
 	ex, _ := glob.Example(r.pat())
-	if o := firstOf(earlier, ex); o != nil && o.eff != r.eff {
+	if o := a.firstOf(earlier, ex); o != nil && o.eff != r.eff {
 		a.reportLost(r, rr, ex, o)
 		return
 	}

@@ -71,10 +71,10 @@ gateway could append to its decision log (the log is left untouched); a
 summary is printed, with the approval gate's timings; nothing is started.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
-problems, including a trust key file that is missing or not a public key and
-a decision log the gateway could not append to, or the table cannot be
-enforced here; 2 usage, including a --trust or --decision-log file that
-cannot be used; 3 the gateway failed (an unreadable configuration or table
+problems, including a trust key file that is missing or not a public key, a
+state directory that does not exist and a decision log the gateway could not
+append to, or the table cannot be enforced here; 2 usage, including a
+--trust, --state or --decision-log path that cannot be used; 3 the gateway failed (an unreadable configuration or table
 file, an address in use); 10-16 the table was refused (see 'policyc verify
 --help').
 

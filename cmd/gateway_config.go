@@ -32,7 +32,11 @@ func readGatewayConfig(o gatewayOptions, use config.Use, stderr io.Writer) (*con
 	var ee *exitError
 	switch {
 	case errors.As(err, &oe):
-		return nil, "", usageErrorf("--decision-log: %v", oe.Err)
+		flag := map[string]string{"decision_log": "--decision-log", "state_dir": "--state"}[oe.Key]
+		if flag == "" {
+			flag = oe.Key
+		}
+		return nil, "", usageErrorf("%s: %v", flag, oe.Err)
 	case errors.As(err, &ee):
 		return nil, "", err // a --trust file, from readTrustedKeys
 	case err != nil:

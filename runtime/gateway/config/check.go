@@ -64,6 +64,25 @@ func sameListener(a, b string) bool {
 	return ha == hb
 }
 
+// checkStateDir tells whether dir is a directory the gateway can keep its
+// state in. The gateway never creates it: a state directory that is gone
+// must not become a fresh start that accepts an older table.
+func checkStateDir(dir string) error {
+	if dir == "" {
+		return nil // the schema requires state_dir, and says so
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the directory %s does not exist", dir)
+	case err != nil:
+		return unwrapPath(err)
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
 // checkDecisionLog tells whether the gateway will be able to append to its
 // decision log, without creating the file or writing to it: its directory
 // exists, a regular file can be opened for appending and, with probe (for

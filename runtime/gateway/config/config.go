@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"cuelang.org/go/cue"
+
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/envelope"
@@ -116,6 +118,11 @@ func (c *Config) DecisionLogDiagnostic(err error) compiler.Diagnostic {
 		Suggestion: decisionLogHint}
 }
 
+// stateDirHint says how to make the state directory the gateway needs.
+func stateDirHint(dir string) string {
+	return fmt.Sprintf("create it (mkdir -p %s): the gateway keeps the serial of the last table it accepted there, so that no restart or reload goes back to an older table; a relative path is relative to the configuration's directory", dir)
+}
+
 const decisionLogHint = `give a file in an existing directory the gateway may write to, or "-" for standard error`
 
 // ReadFiles reads a configuration directory's .cue files, or one file,
@@ -161,6 +168,35 @@ type reader struct {
 func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Diagnostic, error) {
 	ev := compiler.Evaluate(files, Package, "#Gateway")
 	var schema []compiler.Diagnostic
+	refused := compiler.HasErrors(ev.Diagnostics)
+	if o.Use == ForPull {
+		ev.Diagnostics = slices.DeleteFunc(ev.Diagnostics, func(d compiler.Diagnostic) bool {
+			return pullOptional[d.Path] && strings.HasSuffix(d.Message, cueRequired)
+		})
+	}
+	if compiler.HasErrors(ev.Diagnostics) && ev.Value.Exists() {
+		// CUE leaves required keys unchecked beside a refused value: they
+		// are looked for here, so that they are not a second run's news.
+		reported := map[string]bool{}
+		for _, d := range ev.Diagnostics {
+			reported[d.Path] = true
+		}
+		inReported := func(key string) bool {
+			for p := range reported {
+				if p == key || under(key, p) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, key := range missingRequired(ev.Value, inReported) {
+			if o.Use == ForPull && pullOptional[key] {
+				continue
+			}
+			ev.Diagnostics = append(ev.Diagnostics, compiler.Diagnostic{Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
+				Path: key, Message: key + ": " + cueRequired})
+		}
+	}
 	if compiler.HasErrors(ev.Diagnostics) {
 		// The policy codes (unknown-key, type-error, ...) and their pages
 		// speak of policy files; here they are the configuration's.
@@ -180,6 +216,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 		}
 		// A value refused by each branch of an enum is one problem, now
 		// worded once.
+		compiler.SortDiagnostics(ev.Diagnostics)
 		schema = slices.CompactFunc(ev.Diagnostics, func(a, b compiler.Diagnostic) bool {
 			return a.Pos == b.Pos && a.Message == b.Message
 		})
@@ -191,12 +228,13 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	}
 	// The checks below run even when the schema found problems, on the
 	// keys it found none in, so that every problem is reported at once.
-	// What is read then is never used: the problems are returned.
+	// What is read then is never used: the problems are returned. (A pull
+	// missing only the keys it does without is read key by key too.)
 	r := &reader{o: o, ev: ev, dir: dir, brokenKeys: map[string]bool{}, c: &Config{Kinds: map[string]string{}}}
 	for _, d := range schema {
 		r.brokenKeys[d.Path] = true
 	}
-	if len(schema) == 0 {
+	if !refused {
 		if err := ev.Value.Decode(&r.file); err != nil {
 			return nil, nil, fmt.Errorf("decode the gateway configuration: %v", err)
 		}
@@ -221,6 +259,11 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	return c, nil, nil
 }
 
+// pullOptional are the required keys a pull does without: they name what
+// only the running gateway uses (the table, its keys, the state directory,
+// the front clients connect to).
+var pullOptional = map[string]bool{"table": true, "trust": true, "state_dir": true, "front": true}
+
 // broken says whether the schema found a problem at key, inside it, or at
 // a key that holds it.
 func (r *reader) broken(key string) bool {
@@ -232,13 +275,49 @@ func (r *reader) broken(key string) bool {
 	return false
 }
 
+// brokenAbove says whether the schema refused key itself or a key that
+// holds it; a problem inside key does not count.
+func (r *reader) brokenAbove(key string) bool {
+	for b := range r.brokenKeys {
+		if b == key || under(key, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // bad reports a problem at key, unless the schema already did there.
 func (r *reader) bad(key, msg, suggestion string) {
 	if r.broken(key) {
 		return // reported by the schema, or read from a key it refused
 	}
+	r.report(key, msg, suggestion)
+}
+
+// badShape reports a problem with which keys are set at key (both of two
+// that exclude each other, a name that refers to nothing), unless the
+// schema refused key or a key that holds it. A refused value inside key
+// does not hide it: which keys are there is known all the same.
+func (r *reader) badShape(key, msg, suggestion string) {
+	if r.brokenAbove(key) {
+		return
+	}
+	r.report(key, msg, suggestion)
+}
+
+func (r *reader) report(key, msg, suggestion string) {
 	r.diags = append(r.diags, compiler.Diagnostic{Pos: r.ev.KeyPos(key), Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
 		Path: key, Message: key + ": " + msg, Suggestion: suggestion})
+}
+
+// set says whether the configuration as written sets the dotted key
+// (whatever the schema thought of its value).
+func (r *reader) set(key string) bool {
+	var sels []cue.Selector
+	for _, k := range strings.Split(key, ".") {
+		sels = append(sels, cue.Str(k))
+	}
+	return r.ev.Value.LookupPath(cue.MakePath(sels...)).Exists()
 }
 
 // abs is p relative to the configuration's directory.
@@ -280,6 +359,15 @@ func (r *reader) files() error {
 	if o.StateDir != "" {
 		c.StateDir = o.StateDir
 	}
+	if o.Use == ForGateway {
+		switch err := checkStateDir(c.StateDir); {
+		case err == nil:
+		case o.StateDir != "":
+			return &OverrideError{Key: "state_dir", Err: err}
+		default:
+			r.bad("state_dir", err.Error(), stateDirHint(c.StateDir))
+		}
+	}
 	switch {
 	case o.Trust != nil:
 		keys, err := o.Trust()
@@ -287,10 +375,10 @@ func (r *reader) files() error {
 			return err
 		}
 		c.Trust = keys
-	case len(file.Trust) == 0:
-		r.bad("trust", "no public key: the gateway loads only a table signed by a trusted key", `list the public key CI signs with, e.g. trust: ["ci.pub"] (written by 'policyc keygen')`)
 	case o.Use == ForPull:
 		// The keys verify the table, which a pull never reads.
+	case len(file.Trust) == 0:
+		r.bad("trust", "no public key: the gateway loads only a table signed by a trusted key", `list the public key CI signs with, e.g. trust: ["ci.pub"] (written by 'policyc keygen')`)
 	default:
 		for i, p := range file.Trust {
 			b, err := os.ReadFile(r.abs(p))

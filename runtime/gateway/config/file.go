@@ -71,38 +71,15 @@ func under(key, parent string) bool {
 
 // decodeSound decodes the keys of a configuration the schema refused that
 // broken says are sound: each top-level key as far as it is sound (see
-// decodeFields), and each upstream on its own (a broken one is listed,
-// empty). A key that does not decode is added to brokenKeys.
+// decodeFields). A key that does not decode is added to brokenKeys.
 func decodeSound(v cue.Value, broken func(string) bool, brokenKeys map[string]bool) gatewayFile {
 	var f gatewayFile
 	rv := reflect.ValueOf(&f).Elem()
 	for i := range rv.NumField() {
 		key := jsonName(rv.Type().Field(i))
-		fv := v.LookupPath(cue.MakePath(cue.Str(key)))
-		if !fv.Exists() {
-			continue
+		if fv := v.LookupPath(cue.MakePath(cue.Str(key))); fv.Exists() {
+			decodeFields(fv, key, rv.Field(i), broken, brokenKeys)
 		}
-		if key == "upstreams" {
-			it, err := fv.Fields()
-			if err != nil {
-				brokenKeys[key] = true
-				continue
-			}
-			f.Upstreams = map[string]upstreamFile{}
-			for it.Next() {
-				// A broken upstream is kept, empty, so that other keys
-				// may name it; checks of its own keys are suppressed.
-				name := it.Selector().Unquoted()
-				var u upstreamFile
-				if k := key + "." + name; broken(k) || it.Value().Decode(&u) != nil {
-					brokenKeys[k] = true
-					u = upstreamFile{}
-				}
-				f.Upstreams[name] = u
-			}
-			continue
-		}
-		decodeFields(fv, key, rv.Field(i), broken, brokenKeys)
 	}
 	return f
 }
@@ -110,9 +87,10 @@ func decodeSound(v cue.Value, broken func(string) bool, brokenKeys map[string]bo
 // decodeFields decodes v, the value at key, into dst as far as it is sound:
 // whole when nothing at or under key is broken; else, for a struct (or a
 // pointer to one) or a map of them, each field or entry on its own, so that
-// a refused fraction in approvals does not hide a misspelt server beside it.
-// A refused map entry is kept, empty, as a broken upstream is: other keys
-// may name it, and checks of its own keys are suppressed by broken. What
+// a refused fraction in approvals does not hide a misspelt server beside it,
+// nor a misspelt key in an upstream that upstream's url beside its command.
+// A refused map entry is kept, empty: other keys may name it, and checks of
+// its own keys are suppressed by broken. What
 // is refused, or of another kind, is left unset; a value that does not
 // decode is added to brokenKeys.
 func decodeFields(v cue.Value, key string, dst reflect.Value, broken func(string) bool, brokenKeys map[string]bool) {

@@ -25,11 +25,20 @@ const (
 // or streamable HTTP with a token hash per principal.
 func (r *reader) front() {
 	c := r.c
+	// Which fronts are set is read from the configuration as written: a
+	// refused value inside one leaves it unread, but still set. That none
+	// is set is not said beside a refused key in front (a misspelt stdio).
+	stdio, http := r.set("front.stdio"), r.set("front.http")
 	switch fr := r.file.Front; {
-	case fr.Stdio != nil && fr.HTTP != nil:
-		r.bad("front", "both stdio and http are set; the gateway has one front", "keep one of them")
-	case fr.Stdio == nil && fr.HTTP == nil:
+	case stdio && http:
+		r.badShape("front", "both stdio and http are set; the gateway has one front", "keep one of them")
+	case !stdio && !http:
+		if r.o.Use == ForPull && !r.set("front") {
+			return // a pull starts no front, and need not name one
+		}
 		r.bad("front", "no front is set", `give stdio: principal: "NAME" or http: {address: "127.0.0.1:8080", principals: ...}`)
+	case fr.Stdio == nil && fr.HTTP == nil:
+		// The one front set was refused as a whole.
 	case fr.Stdio != nil:
 		c.Principal = fr.Stdio.Principal
 	default:
@@ -87,7 +96,7 @@ func (r *reader) approvals() {
 			if near := compiler.Suggest(name, upstreams); near != "" {
 				hint = fmt.Sprintf("did you mean %q? The upstreams: %s", near, strings.Join(upstreams, ", "))
 			}
-			r.bad("approvals.servers."+name, fmt.Sprintf("%q is not an upstream: its settings would apply to nothing", name), hint)
+			r.badShape("approvals.servers."+name, fmt.Sprintf("%q is not an upstream: its settings would apply to nothing", name), hint)
 			continue
 		}
 		c.Approvals.Servers[name] = approval.ServerOptions{MaxDuration: so.MaxApproval, NoPreview: so.Preview != nil && !*so.Preview}

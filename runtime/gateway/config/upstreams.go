@@ -27,7 +27,7 @@ func (r *reader) upstreams() {
 		u := file.Upstreams[name]
 		key := "upstreams." + name
 		if err := gateway.CheckUpstreamName(name); err != nil {
-			r.bad(key, err.Error(), "")
+			r.badShape(key, err.Error(), "")
 			continue
 		}
 		up := gateway.Upstream{Name: name}
@@ -35,16 +35,21 @@ func (r *reader) upstreams() {
 			r.bad(key+".command", "the command is empty", `give the program and its arguments, e.g. ["npx", "-y", "@modelcontextprotocol/server-memory"]`)
 			continue
 		}
+		// Which keys are set is read from the configuration as written: a
+		// value the schema refused is unread, but set all the same.
+		hasCommand, hasURL := r.set(key+".command"), r.set(key+".url")
 		switch {
-		case len(u.Command) > 0 && u.URL != "":
-			r.bad(key, "both command and url are set; an upstream is either a stdio command or a streamable HTTP url", "keep one of them")
+		case hasCommand && hasURL:
+			r.badShape(key, "both command and url are set; an upstream is either a stdio command or a streamable HTTP url", "keep one of them")
 			continue
-		case len(u.Command) == 0 && u.URL == "":
+		case !hasCommand && !hasURL:
+			// Not said beside a refused key of the upstream: it may be
+			// the command or url, misspelt.
 			r.bad(key, "neither command nor url is set", `give command: ["program", "arg", ...] for a stdio server or url: "https://..." for a streamable HTTP one`)
 			continue
-		case u.URL != "":
-			if len(u.Env) > 0 || len(u.PassEnv) > 0 || u.Dir != "" {
-				r.bad(key, "env, pass_env and dir apply to a stdio command, not to a url", "remove them, or use bearer_token_env for the url's credentials")
+		case hasURL:
+			if r.set(key+".env") || r.set(key+".pass_env") || r.set(key+".dir") {
+				r.badShape(key, "env, pass_env and dir apply to a stdio command, not to a url", "remove them, or use bearer_token_env for the url's credentials")
 			}
 			up.URL = u.URL
 			c.Kinds[name] = "http: " + withoutUserinfo(u.URL)
@@ -56,8 +61,8 @@ func (r *reader) upstreams() {
 				up.Header = http.Header{"Authorization": {"Bearer " + tok}}
 			}
 		default:
-			if u.BearerTokenEnv != "" {
-				r.bad(key+".bearer_token_env", "bearer_token_env applies to a url, not to a stdio command", "pass the token with pass_env instead")
+			if r.set(key + ".bearer_token_env") {
+				r.badShape(key+".bearer_token_env", "bearer_token_env applies to a url, not to a stdio command", "pass the token with pass_env instead")
 			}
 			up.Dir = r.abs(u.Dir)
 			if up.Dir != "" {
@@ -70,11 +75,14 @@ func (r *reader) upstreams() {
 				r.bad(key+".command", "an argument contains a NUL character, which no program argument can hold", "remove it")
 				continue
 			}
-			prog, err := findProgram(u.Command[0], r.dir)
-			if err != nil {
-				r.bad(key+".command", err.Error(), "install it, or give its full path")
+			if len(u.Command) > 0 { // else the schema refused it
+				prog, err := findProgram(u.Command[0], r.dir)
+				if err != nil {
+					r.bad(key+".command", err.Error(), "install it, or give its full path")
+				}
+				up.Command, up.Args = prog, u.Command[1:]
+				c.Kinds[name] = "stdio: " + u.Command[0]
 			}
-			up.Command, up.Args = prog, u.Command[1:]
 			up.Env = gateway.BaseEnv()
 			for _, v := range u.PassEnv {
 				val, ok := os.LookupEnv(v)
@@ -90,7 +98,6 @@ func (r *reader) upstreams() {
 				}
 				up.Env = append(up.Env, k+"="+u.Env[k])
 			}
-			c.Kinds[name] = "stdio: " + u.Command[0]
 		}
 		c.Gateway.Upstreams = append(c.Gateway.Upstreams, up)
 	}

@@ -26,11 +26,14 @@ func init() { register(newDiffCmd) }
 
 func newDiffCmd() *cobra.Command {
 	var format, repoDir string
+	var tr tableReader
 	c := &cobra.Command{
 		Use:   "diff OLD NEW [PATH]",
 		Short: "Show which decisions change between two revisions or tables",
 		Long: `Compare two policies by what they decide, not by their text. Each of OLD and
-NEW is a table file (compiled with policyc compile) or a git revision, whose
+NEW is a table file (compiled with policyc compile, or signed with policyc
+sign: with --trust read only once its signature verifies, else read
+unverified, with a note) or a git revision, whose
 policy at PATH (default: the current directory; with --repo, relative to the
 repository root) is read from the object store and compiled.
 
@@ -54,7 +57,8 @@ Formats: text (a table), markdown (for a pull-request comment), json.
 Exit codes: 0 no decision changes; 4 some decisions change (or a search
 gave up, so no change cannot be promised); 1 a side does not compile; 2 bad
 arguments, not a repository, unknown revision or policy path; 3 the tool
-failed (an unreadable table, history missing from a shallow clone).
+failed (an unreadable table, history missing from a shallow clone); 10-16 a
+signed table refused (with --trust).
 
 Examples:
   policyc diff origin/main HEAD policy
@@ -78,7 +82,8 @@ Examples:
 			if len(args) == 3 {
 				arg = args[2]
 			}
-			sides, cats, err := loadSides(c.ErrOrStderr(), repoDir, arg, args[0], args[1])
+			tr.stderr = c.ErrOrStderr()
+			sides, cats, err := loadSides(c.ErrOrStderr(), &tr, repoDir, arg, args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -103,6 +108,7 @@ Examples:
 	f := c.Flags()
 	addFormatFlag(f, &format, "text", "markdown", "json")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
+	tr.addFlags(f)
 	return c
 }
 
@@ -181,20 +187,16 @@ func nearFile(name string) string {
 // loadSides loads the two sides: table files are read as they are,
 // revisions are read from git and compiled, both at once. Diagnostics are
 // printed old side first.
-func loadSides(stderr io.Writer, repoDir, arg string, revs ...string) ([2]*table.Table, [2]*catalog.Catalog, error) {
+func loadSides(stderr io.Writer, tr *tableReader, repoDir, arg string, revs ...string) ([2]*table.Table, [2]*catalog.Catalog, error) {
 	var out [2]*table.Table
 	var cats [2]*catalog.Catalog
 	var srcs [2]*policySource
 	var repo *gitsrc.Repo
 	for i, r := range revs {
 		if isTableFile(r) {
-			b, err := os.ReadFile(r)
+			t, err := tr.read(r)
 			if err != nil {
-				return out, cats, failuref("%v", err)
-			}
-			t, err := table.Decode(b)
-			if err != nil {
-				return out, cats, failuref("%s: %v (diff reads tables written by policyc compile)", r, err)
+				return out, cats, tableFileError(r, err, "diff reads tables written by policyc compile or policyc sign")
 			}
 			out[i] = t
 			continue

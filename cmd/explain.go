@@ -23,13 +23,20 @@ func init() { register(newExplainCmd) }
 
 func newExplainCmd() *cobra.Command {
 	var item itemFlags
+	var tr tableReader
 	c := &cobra.Command{
-		Use:   "explain (DIR | TABLE) --server SERVER --kind KIND --name NAME",
+		Use:   "explain (DIR | TABLE) --server SERVER --kind KIND --name NAME [--trust KEY.pub]",
 		Short: "Show the decision for one item, the rule that made it and the rules it beat",
 		Long: `Explain one decision: compile the policy in DIR (or read a compiled TABLE) and
 show what the gateway would decide for a principal calling, fetching or listing
 one item, the rule or default that decided it with its origin, and every
 other matching rule it beat, in every scope that applies.
+
+TABLE is a compiled table or a signed one (as 'policyc sign' writes it). With
+--trust, a signed table is read only once its signature by one of the keys
+verifies (and not expired), with 'policyc verify's exit codes (10-16) when it
+does not; without --trust, a signed table is read unverified, and a note on
+standard error says so.
 
 With --format json the output is an object with at least "decision" ("allow",
 "approve" or "deny") and "rule" (null when a default decided, else an object
@@ -38,6 +45,7 @@ with "origin").
 Examples:
   policyc explain examples/team --server linear --kind tool --name save_issue
   policyc explain table.json --server github --kind tool --name merge_pull_request --principal alice
+  policyc explain table.signed.json --trust ci.pub --server github --kind tool --name merge_pull_request
   policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
 		Args: argsRange(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -45,7 +53,8 @@ Examples:
 			if err != nil {
 				return err
 			}
-			t, root, err := loadPolicyOrTable(args[0], c.ErrOrStderr())
+			tr.stderr = c.ErrOrStderr()
+			t, root, err := loadPolicyOrTable(args[0], &tr, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -73,6 +82,7 @@ Examples:
 		},
 	}
 	item.add(c.Flags())
+	tr.addFlags(c.Flags())
 	return c
 }
 
@@ -105,14 +115,18 @@ func (f *itemFlags) check(c *cobra.Command) (table.Kind, error) {
 	return k, nil
 }
 
-// loadPolicyOrTable compiles a policy directory or reads a table file, and
-// returns the loaded table and the directory origins are relative to.
-func loadPolicyOrTable(arg string, stderr io.Writer) (*decide.Table, string, error) {
+// loadPolicyOrTable compiles a policy directory or reads a table file
+// (bare or signed, through tr), and returns the loaded table and the
+// directory origins are relative to.
+func loadPolicyOrTable(arg string, tr *tableReader, stderr io.Writer) (*decide.Table, string, error) {
 	st, err := os.Stat(arg)
 	if err != nil {
 		return nil, "", failuref("%v", err)
 	}
 	if st.IsDir() {
+		if len(tr.trust) > 0 {
+			return nil, "", usageErrorf("--trust verifies a signed table file; %s is a policy directory, which is compiled, not verified", arg)
+		}
 		res, err := compileDir(arg, stderr)
 		if err != nil {
 			return nil, "", err
@@ -126,11 +140,11 @@ func loadPolicyOrTable(arg string, stderr io.Writer) (*decide.Table, string, err
 	if strings.HasSuffix(arg, ".cue") {
 		return nil, "", usageErrorf("%s is a policy file: give the directory of the policy (%s), which is compiled whole, or a compiled table", arg, filepath.Dir(arg))
 	}
-	b, err := os.ReadFile(arg)
+	src, err := tr.read(arg)
 	if err != nil {
-		return nil, "", failuref("%v", err)
+		return nil, "", tableFileError(arg, err, "")
 	}
-	t, err := decide.LoadUnsigned(b)
+	t, err := decide.LoadForInspection(src)
 	if err != nil {
 		return nil, "", failuref("%s: %v", arg, err)
 	}

@@ -46,7 +46,8 @@ func claudeTool(s string) bool {
 // about by Claude Code; when the table would allow all such tools, the
 // export adds mcp__<server> to allow (exact rules still come first, since
 // Claude Code checks deny and ask before allow). A deny glob with no
-// catalogue to expand it over makes the whole server denied: stricter.
+// catalogue to expand it over makes the whole server denied: stricter, but
+// it blocks the tools the table allows there (Export.Coarse).
 func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Export, error) {
 	ex := &Export{}
 	perms := ClaudeCodePermissions{Allow: []string{}, Ask: []string{}, Deny: []string{}}
@@ -84,6 +85,7 @@ func ClaudeCode(t *decide.Table, cat *catalog.Catalog, principal string) (*Expor
 		min := p.minUnlisted()
 		if min == table.Deny && !p.catalogued && len(p.globs[table.Deny]) > 0 {
 			add(table.Deny, whole)
+			ex.Coarse = append(ex.Coarse, Coarse{Server: p.server, Rule: whole, Patterns: p.globs[table.Deny]})
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: the deny pattern(s) %s cannot be written as Claude Code rules, and no catalogue lists the server's tools to expand them over: the whole server is denied (stricter). Run 'policyc catalog pull' and export with --catalog to decide tool by tool",
 				p.server, quoteList(p.globs[table.Deny], 3)))
 			continue

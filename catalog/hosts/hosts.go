@@ -46,6 +46,20 @@ type Export struct {
 	// Looser lists every catalogued tool (and every server's unlisted
 	// tools) the host answers more loosely than the table.
 	Looser []Looser
+	// Coarse lists the servers the export denies whole because no
+	// catalogue lists their tools to expand a deny pattern over: the host
+	// then blocks tools the table allows. The command refuses such an
+	// export unless asked for it.
+	Coarse []Coarse
+}
+
+// Coarse is a server denied whole for want of its catalogue.
+type Coarse struct {
+	Server string
+	// Rule is the host's rule that denies it; Patterns the deny patterns
+	// that could not be expanded.
+	Rule     string
+	Patterns []string
 }
 
 // plan is what the table says about the tools of one server, for one

@@ -231,6 +231,9 @@ func TestExportClaudeCodeGolden(t *testing.T) {
 	if string(ex.File) != want {
 		t.Errorf("got:\n%s", ex.File)
 	}
+	if len(ex.Coarse) > 0 {
+		t.Errorf("with a catalogue, servers denied whole for want of one: %+v", ex.Coarse)
+	}
 	notes := strings.Join(ex.Notes, "\n")
 	for _, w := range []string{
 		`odd__name: a server name containing "__" cannot start a Claude Code rule`,
@@ -256,6 +259,15 @@ func TestExportWithoutCatalogueIsStricter(t *testing.T) {
 	json.Unmarshal(ex.File, &s)
 	if !slices.Contains(s.Permissions.Deny, "mcp__linear") || !slices.Contains(s.Permissions.Deny, "mcp__github") {
 		t.Errorf("deny globs without a catalogue must deny the server: %+v", s.Permissions)
+	}
+	// Each server denied whole is listed, for the command to refuse or
+	// warn about first.
+	var coarse []string
+	for _, c := range ex.Coarse {
+		coarse = append(coarse, c.Server+" "+c.Rule+" "+strings.Join(c.Patterns, ","))
+	}
+	if !slices.Contains(coarse, "linear mcp__linear drop_*") || !slices.ContainsFunc(coarse, func(c string) bool { return strings.HasPrefix(c, "github mcp__github ") }) {
+		t.Errorf("Coarse = %q, want linear (drop_*) and github", coarse)
 	}
 	notes := strings.Join(ex.Notes, "\n")
 	if !strings.Contains(notes, `linear: the deny pattern(s) "drop_*" cannot be written as Claude Code rules, and no catalogue lists the server's tools to expand them over: the whole server is denied (stricter)`) {

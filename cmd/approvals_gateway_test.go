@@ -203,12 +203,11 @@ approvals: {
 			t.Errorf("audit log lacks %s:\n%s", want, audit)
 		}
 	}
-	// The stdio front answers every call it read before the input ended:
-	// a call still held then is answered when it is decided, and the
-	// gateway stops after that.
+	// The end of the stdio front's input is its host closing the gateway,
+	// which is killed soon after: a call still held then is not waited
+	// for. It is answered as cancelled, and the gateway exits.
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"number":8}}}`)
-	var second approval.RequestView
-	for deadline := time.Now().Add(20 * time.Second); second.ID == ""; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		// The old spelling, --json, still prints JSON, and only JSON: its
 		// note goes to standard error.
 		code, out, errOut := runPolicyc("approvals", "list", "--json")
@@ -216,24 +215,21 @@ approvals: {
 			t.Fatalf("list --json: no deprecation note: %s", errOut)
 		}
 		if code == 0 && json.Unmarshal([]byte(out), &list) == nil && len(list.Requests) == 1 {
-			second = list.Requests[0]
+			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the second call was not held")
 		}
 	}
 	inW.Close()
-	if code, out, errOut := runPolicyc("approvals", "deny", second.ID, "--reason", "one merge a day"); code != 0 || !strings.Contains(out, "denied by carol (one merge a day)") {
-		t.Fatalf("deny: %d %s%s\n%s", code, out, errOut, stderr.String())
-	}
 	select {
 	case m := <-responses:
-		res, _ := json.Marshal(m["result"])
-		if m["id"] != float64(3) || !strings.Contains(string(res), `"isError":true`) || !strings.Contains(string(res), "carol denied it, saying: one merge a day") || !strings.Contains(string(res), second.ID) {
-			t.Fatalf("the denied call answered %v", m)
+		errObj, _ := json.Marshal(m["error"])
+		if m["id"] != float64(3) || !strings.Contains(string(errObj), "input ended before the call was answered") {
+			t.Fatalf("the call held when the input ended was answered %v", m)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("the denied call was not answered")
+		t.Fatal("the call held when the input ended was not answered")
 	}
 	select {
 	case code := <-exited:
@@ -242,7 +238,7 @@ approvals: {
 		}
 		exited <- code
 	case <-time.After(20 * time.Second):
-		t.Fatal("the gateway did not stop after its input ended and the held call was answered")
+		t.Fatal("the gateway did not stop after its input ended")
 	}
 	decisions, _ := os.ReadFile(filepath.Join(dir, "decisions.jsonl"))
 	if !strings.Contains(string(decisions), `"op":"approval"`) || !strings.Contains(string(decisions), `"verdict":"approved","request":"`+r.ID+`"`) {

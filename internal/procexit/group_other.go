@@ -3,6 +3,7 @@
 package procexit
 
 import (
+	"os"
 	"os/exec"
 	"time"
 )
@@ -10,3 +11,10 @@ import (
 func ownGroup(*exec.Cmd) {}
 
 func stopGroup(*exec.Cmd, time.Duration) {}
+
+// signalGroup kills p when kill is set; there is no SIGTERM to send here.
+func signalGroup(p *os.Process, _ *exec.Cmd, kill bool) {
+	if kill {
+		p.Kill()
+	}
+}

@@ -3,6 +3,7 @@
 package procexit
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -37,4 +38,19 @@ func stopGroup(cmd *exec.Cmd, terminate time.Duration) {
 		}
 	}
 	syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// signalGroup sends SIGTERM, or SIGKILL when kill is set, to the process
+// group of p, which cmd started in a group of its own, or to p alone when
+// it has none.
+func signalGroup(p *os.Process, cmd *exec.Cmd, kill bool) {
+	sig := syscall.SIGTERM
+	if kill {
+		sig = syscall.SIGKILL
+	}
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+		syscall.Kill(-p.Pid, sig)
+		return
+	}
+	p.Signal(sig)
 }

@@ -6,6 +6,11 @@
 // SDK closes the connection, which waits for the process, the Transport
 // keeps what that wait returned. Nothing reads the process's state while
 // the SDK may still be waiting for it.
+//
+// The process does not outlive its parent: on Linux it gets SIGKILL when
+// the parent ends, however it ends (a parent-death signal, set from a
+// thread that lives as long as the process); elsewhere it sees its
+// standard input end then.
 package procexit
 
 import (
@@ -30,25 +35,53 @@ type Transport struct {
 
 	mu    sync.Mutex
 	state *os.ProcessState
+	// proc is the started process, until the connection's Close has
+	// waited for it and stopped its group; nil before and after.
+	proc *os.Process
 }
 
 // New returns a Transport for cmd; terminate is how long the SDK waits for
 // the process to exit, at each step of stopping it. On Unix the process
 // runs in a process group of its own, and closing the connection stops
 // what is left of the group once the process has ended: what it started
-// does not outlive it.
+// does not outlive it. On Linux the process is killed when the process
+// that started it ends (dieWithParent).
 func New(cmd *exec.Cmd, terminate time.Duration) *Transport {
 	ownGroup(cmd)
+	dieWithParent(cmd)
 	return &Transport{CommandTransport: mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}}
 }
 
 // Connect starts the process.
 func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.CommandTransport.Connect(ctx)
+	var c mcp.Connection
+	var err error
+	onStarter(func() { c, err = t.CommandTransport.Connect(ctx) })
 	if err != nil {
 		return nil, err
 	}
+	t.mu.Lock()
+	t.proc = t.Command.Process
+	t.mu.Unlock()
 	return &conn{Connection: c, t: t}, nil
+}
+
+// Terminate asks the process and its group to stop (SIGTERM on Unix; on
+// other systems it does nothing), and Kill ends them (SIGKILL). Either is
+// for a parent that is stopping and cannot wait the whole TerminateDuration
+// the connection's Close gives; Close still waits for the process. Neither
+// does anything before Connect or once Close has returned.
+func (t *Transport) Terminate() { t.signal(false) }
+
+// Kill: see Terminate.
+func (t *Transport) Kill() { t.signal(true) }
+
+func (t *Transport) signal(kill bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.proc != nil {
+		signalGroup(t.proc, t.Command, kill)
+	}
 }
 
 // conn is the SDK's connection, whose Close reports to its Transport.
@@ -60,7 +93,12 @@ type conn struct {
 
 func (c *conn) Close() error {
 	err := c.Connection.Close()
-	c.stopped.Do(func() { stopGroup(c.t.Command, c.t.TerminateDuration) })
+	c.stopped.Do(func() {
+		stopGroup(c.t.Command, c.t.TerminateDuration)
+		c.t.mu.Lock()
+		c.t.proc = nil // its id, and its group's, may be reused from now on
+		c.t.mu.Unlock()
+	})
 	// The SDK's Close returns what waiting for the process returned: nil
 	// for an exit with status 0, an *exec.ExitError for any other end, or
 	// its own error when it gave up waiting.

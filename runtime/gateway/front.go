@@ -34,19 +34,20 @@ const MaxMessageBytes = 4 << 20
 
 // ServeIO serves one client session for principal over a newline-delimited
 // JSON-RPC stream (the stdio front), until the input ends or ctx is done.
-// Either way the calls already read are answered first, for at most
-// drainTimeout after the input ends or StopTimeout after ctx is done (a
-// call held for approval is answered when the gate is closed, which the
-// command does when it stops): a client is not left without the answer
-// to a call the gateway took.
+// When ctx is done the calls already read are answered first, for at most
+// StopTimeout (a call held for approval is answered when the gate is
+// closed, which the command does when it stops): a client is not left
+// without the answer to a call the gateway took. When the input ends, the
+// host is closing the gateway and will soon kill it: the calls still
+// running get inputEndGrace to be answered and are then cancelled, so
+// that the gateway can stop its upstreams and exit first (Close).
 //
 // A line that is not a JSON-RPC message gets a JSON-RPC error response
 // (parse error or invalid request, with the request's id when one can be
 // read) and the session goes on: a client's malformed line does not end it.
 func (g *Gateway) ServeIO(ctx context.Context, principal string, in io.Reader, out io.Writer) error {
 	conn := newLineConn(in, out)
-	// Why a gateway whose client is gone has not exited yet: a call held
-	// for approval may keep it for up to drainTimeout.
+	// Why a gateway whose client is gone has not exited yet.
 	conn.draining = func(why string, calls int, within time.Duration) {
 		g.logger.Info("session ending: "+why+"; answering the calls already read", "principal", principal, "calls", calls, "within", within.String())
 	}
@@ -106,9 +107,9 @@ type lineConn struct {
 	batches map[jsonrpc.ID]*lineBatch
 
 	// pending holds the calls read and not yet answered: when the input
-	// ends, they are answered before the connection reports the end (a
-	// client that writes its requests and closes its output still gets
-	// every answer).
+	// ends, the connection reports the end once they are answered or
+	// inputEndGrace has passed (a client that writes its requests and
+	// closes its output still gets the answers that come that soon).
 	pendingMu sync.Mutex
 	pending   map[jsonrpc.ID]bool
 	// inUse holds the ids of the calls read whose answers are not yet
@@ -117,6 +118,9 @@ type lineConn struct {
 	// is free again once its answer is on its way, as in the SDK.
 	inUse    map[jsonrpc.ID]bool
 	answered chan struct{}
+	// abandoned holds the calls answered by abandon (under pendingMu):
+	// an answer the SDK writes later for one of them is dropped.
+	abandoned map[jsonrpc.ID]bool
 	// initID is the id of the initialize request read (under pendingMu);
 	// version is the protocol version its answer negotiated.
 	initID  jsonrpc.ID
@@ -128,8 +132,12 @@ type lineConn struct {
 	drainingOnce sync.Once
 }
 
-// drainTimeout bounds how long the end of the input waits for answers.
-const drainTimeout = 60 * time.Second
+// inputEndGrace is how long the end of the input waits for the answers to
+// the calls read before they are cancelled. A host that closes a stdio
+// server's input kills it if it has not exited soon after (the TypeScript
+// SDK sends SIGTERM after 2 s): the gateway spends at most this and
+// Close's two closeGrace steps, under a second, before it exits.
+const inputEndGrace = 200 * time.Millisecond
 
 type lineMsgs struct {
 	msgs  []jsonrpc.Message
@@ -206,7 +214,8 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.EOF
 		case in := <-c.incoming:
 			if in.err != nil {
-				c.drain("its input ended", drainTimeout)
+				c.drain("its input ended", inputEndGrace)
+				c.abandon()
 				return nil, in.err
 			}
 			c.pendingMu.Lock()
@@ -292,12 +301,38 @@ func (c *lineConn) drain(why string, timeout time.Duration) {
 	}
 }
 
+// abandon answers every call read and not yet answered with an error
+// saying the gateway stopped before it finished: the SDK cancels them when
+// Read reports the end of the input, and writes no answer for a call it
+// cancelled so.
+func (c *lineConn) abandon() {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	for id := range c.pending {
+		if !c.inUse[id] {
+			continue // its answer is being written
+		}
+		if c.abandoned == nil {
+			c.abandoned = map[jsonrpc.ID]bool{}
+		}
+		c.abandoned[id] = true
+		delete(c.pending, id)
+		c.out.Write(errorLine(id.Raw(), jsonrpc.CodeInternalError, fmt.Sprintf("the gateway's input ended before the call was answered, and the call was cancelled (answers are waited for %s after the input ends); it may or may not have taken effect", inputEndGrace)))
+	}
+}
+
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.noteVersion(resp)
 		c.pendingMu.Lock()
-		delete(c.inUse, resp.ID)
+		dropped := c.abandoned[resp.ID]
+		if !dropped {
+			delete(c.inUse, resp.ID)
+		}
 		c.pendingMu.Unlock()
+		if dropped {
+			return nil
+		}
 		defer func() {
 			c.pendingMu.Lock()
 			delete(c.pending, resp.ID)

@@ -279,43 +279,6 @@ func TestLineConnStopTakesNoNewMessage(t *testing.T) {
 	})
 }
 
-// TestServeIOStopAfterInputEnded: a stop after the client closed its
-// input (while a slow call is still running) ends the session within
-// StopTimeout, not the longer wait the end of input alone allows. In a
-// synctest bubble (the front runs over pipes), so the wait passes in fake
-// time.
-func TestServeIOStopAfterInputEnded(t *testing.T) {
-	t.Parallel()
-	synctest.Test(t, func(t *testing.T) {
-		held := make(chan struct{})
-		oplog := &syncBuffer{}
-		tg := startGateway(t, func(c *Config) {
-			c.Logger = slog.New(slog.NewTextHandler(oplog, nil))
-			c.Tables = fixed(loadTable(t, strings.Replace(approvalPolicy, "approval_timeout_seconds: 1", "approval_timeout_seconds: 120", 1), 1))
-			c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
-				close(held)
-				<-ctx.Done() // slow, and ends only when cancelled
-				return Verdict{Outcome: OutcomeTimedOut}, nil
-			})
-		})
-		c := rawSession(t, tg.Gateway, "alice", legacyVersion)
-		go io.Copy(io.Discard, c.r)
-		c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"n":1}}}`)
-		<-held
-		c.w.Close()
-		synctest.Wait()
-		if !strings.Contains(oplog.String(), `msg="session ending: its input ended; answering the calls already read" principal=alice calls=1 within=1m0s`) {
-			t.Fatalf("after the end of input, the log says:\n%s", oplog.String())
-		}
-		stopped := time.Now()
-		c.stop()
-		<-c.served
-		if d := time.Since(stopped); d > StopTimeout {
-			t.Errorf("ServeIO returned %s after the stop; want within StopTimeout (%s)", d, StopTimeout)
-		}
-	})
-}
-
 // TestPrincipalNamesAsInThePolicy: a principal the policy can name (an
 // e-mail address, say) can connect, over HTTP and in process, and its own
 // scope decides for it.

@@ -40,6 +40,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/policyc/policyc/internal/procexit"
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -86,8 +87,9 @@ type Config struct {
 	// upstream; it doubles from MinBackoff on every failure in a row.
 	// Defaults 250ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
-	// TerminateTimeout is how long a stdio upstream has to exit after its
-	// stdin is closed before it is sent SIGTERM (then SIGKILL). Default 5s.
+	// TerminateTimeout is how long a stdio upstream whose connection ends
+	// has to exit after its stdin is closed before it is sent SIGTERM
+	// (then SIGKILL). Default 5s. Close gives it less (closeGrace).
 	TerminateTimeout time.Duration
 	// Version is reported as the gateway's version to clients and
 	// upstreams.
@@ -468,7 +470,12 @@ func (g *Gateway) replaces(t, cur *decide.Table) error {
 	return g.enforceable(t)
 }
 
-// Close stops the upstreams and waits for their supervisors.
+// Close stops the upstreams and waits for their supervisors. A stdio
+// upstream's input is closed; one still running closeGrace later gets
+// SIGTERM, and SIGKILL after another closeGrace (with what it started, its
+// process group): Close returns within about twice closeGrace however the
+// upstreams behave, so that a gateway whose host closed its input exits
+// before the host's own deadline, and takes its upstreams with it.
 func (g *Gateway) Close() error {
 	g.reloadMu.Lock()
 	g.closed = true
@@ -477,14 +484,39 @@ func (g *Gateway) Close() error {
 	}
 	g.reloadMu.Unlock()
 	g.cancel()
+	var closing sync.WaitGroup
 	for _, u := range g.ups {
 		if cs := u.snapshot().session; cs != nil {
-			cs.Close()
+			closing.Go(func() { cs.Close() })
 		}
 	}
-	g.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		closing.Wait()
+		g.wg.Wait()
+		close(stopped)
+	}()
+	for _, end := range []func(*procexit.Transport){(*procexit.Transport).Terminate, (*procexit.Transport).Kill} {
+		t := time.NewTimer(closeGrace)
+		select {
+		case <-stopped:
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		for _, u := range g.ups {
+			if p := u.proc.Load(); p != nil {
+				end(p)
+			}
+		}
+	}
+	<-stopped
 	return nil
 }
+
+// closeGrace is how long Close lets a stdio upstream take to exit after
+// its input is closed, and then after SIGTERM.
+const closeGrace = 300 * time.Millisecond
 
 // Upstream reports whether the named upstream is connected, and if not,
 // why. It is for health checks and tests.

@@ -415,6 +415,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(benchRoleEnv); role != "" {
 		os.Exit(serveBenchRole(role))
 	}
+	if up := os.Getenv(stdioGatewayEnv); up != "" {
+		os.Exit(serveStdioGateway(up))
+	}
 	code := m.Run()
 	if upstreamDir != "" {
 		os.RemoveAll(upstreamDir)

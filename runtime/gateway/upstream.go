@@ -32,8 +32,9 @@ type upstream struct {
 	dial   func(ctx context.Context) (mcp.Transport, error)
 	client *mcp.Client
 	// proc is the transport of a command upstream's current connection,
-	// which knows how its process ended; used by run's goroutine only.
-	proc *procexit.Transport
+	// which knows how its process ended; set by run's goroutine, read by
+	// Close too, which ends the process when it does not stop in time.
+	proc atomic.Pointer[procexit.Transport]
 	// stream is set for an upstream that is not reached over HTTP: output
 	// that is not JSON-RPC ends its connection.
 	stream bool
@@ -185,8 +186,8 @@ func (u *upstream) run(ctx context.Context) {
 			switch {
 			case errors.As(werr, &syntax):
 				why = "it wrote output that is not JSON-RPC (" + werr.Error() + ")"
-			case u.proc.Exited() != nil: // known once Close has waited for it
-				why = "it exited (" + u.proc.Exited().String() + ")"
+			case u.proc.Load().Exited() != nil: // known once Close has waited for it
+				why = "it exited (" + u.proc.Load().Exited().String() + ")"
 			case werr != nil:
 				why = "the connection failed: " + werr.Error()
 			}
@@ -217,7 +218,8 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 	if err != nil {
 		return nil, nil, fmt.Errorf("start: %w", err)
 	}
-	u.proc, _ = t.(*procexit.Transport)
+	proc, _ := t.(*procexit.Transport)
+	u.proc.Store(proc)
 	cs, err := u.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: upstreamProtocol})
 	if err != nil {
 		switch {
@@ -225,11 +227,11 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, *catalogue,
 			return nil, nil, fmt.Errorf("start: %w", err)
 		case cctx.Err() != nil && ctx.Err() == nil:
 			err = fmt.Errorf("no answer to initialize within %s", u.g.cfg.ConnectTimeout)
-		case ctx.Err() == nil && procexit.ConnectionEnded(err) && u.proc.Exited() != nil:
+		case ctx.Err() == nil && procexit.ConnectionEnded(err) && proc.Exited() != nil:
 			// The server went away before it answered, and exited by
 			// itself. The SDK words a closed pipe in several ways; how the
 			// process ended is what the operator needs.
-			err = fmt.Errorf("the server exited (%s) before it answered", u.proc.Exited())
+			err = fmt.Errorf("the server exited (%s) before it answered", proc.Exited())
 		}
 		return nil, nil, fmt.Errorf("initialize: %w", err)
 	}

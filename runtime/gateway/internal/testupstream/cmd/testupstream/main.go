@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,13 +18,21 @@ import (
 func main() {
 	name := flag.String("name", "test", "the server's name")
 	exitAtStart := flag.Bool("exit-at-start", false, "exit with status 2 before serving (an upstream that never comes up)")
+	outlive := flag.Bool("outlive-input", false, "ignore SIGTERM, and keep running after the input ends (an upstream that does not notice its host has gone)")
 	flag.Parse()
+	if *outlive {
+		signal.Ignore(syscall.SIGTERM)
+	}
 	if *exitAtStart {
 		fmt.Fprintln(os.Stderr, "testupstream: exiting at start, as asked")
 		os.Exit(2)
 	}
 	u := testupstream.New(testupstream.Options{Name: *name, Exit: os.Exit, Stdout: os.Stdout})
-	if err := u.Server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	err := u.Server.Run(context.Background(), &mcp.StdioTransport{})
+	if *outlive {
+		select {}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "testupstream:", err)
 		os.Exit(1)
 	}

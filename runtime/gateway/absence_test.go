@@ -134,6 +134,12 @@ func TestArgumentsMustBeAnObject(t *testing.T) {
 	}
 }
 
+// oversized is a tools/call line over MaxMessageBytes: before is written
+// just after its opening brace, after just before its closing one.
+func oversized(before, after string) string {
+	return `{` + before + `"jsonrpc":"2.0","method":"tools/call","params":{"name":"github__echo","arguments":{"x":"` + strings.Repeat("y", MaxMessageBytes) + `"}}` + after + `}`
+}
+
 func TestMalformedJSONRPCFromAClient(t *testing.T) {
 	tg := startGateway(t, nil)
 	c := rawSession(t, tg.Gateway, "alice", legacyVersion)
@@ -147,6 +153,16 @@ func TestMalformedJSONRPCFromAClient(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":11,"method":"no/such/method"}`, `{"jsonrpc":"2.0","id":11,"error":{"code":-32601,`},
 		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":7}}`, `{"jsonrpc":"2.0","id":12,"error":{"code":-32602,`},
 		{strings.Repeat("x", MaxMessageBytes+10), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+		// A message over the limit is answered with its id when the id can
+		// be read from the line's start, so that the caller is not left
+		// waiting; by the same rules as any other id.
+		{oversized(`"id":"big-1",`, ""), `{"jsonrpc":"2.0","id":"big-1","error":{"code":-32600,"message":"message longer than 4194304 bytes`},
+		{oversized(`"id":42,`, ""), `{"jsonrpc":"2.0","id":42,"error":{"code":-32600,`},
+		{` {"jsonrpc" : "2.0", "meta":{"a":[1,{"b":"}"}]}, "id" : 43,` + oversized("", "")[1:], `{"jsonrpc":"2.0","id":43,"error":{"code":-32600,`},
+		{oversized(`"id":1.5,`, ""), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+		{oversized(`"ID":44,`, ""), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
+		{oversized("", `,"id":45`), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`}, // its id is past the limit
+		{`{"jsonrpc":"2.0","params":{"x":"` + strings.Repeat("y", idPrefixBytes) + `"},"id":46}` + strings.Repeat(" ", MaxMessageBytes), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,`},
 	} {
 		c.send(tc.line)
 		got := c.next()

@@ -408,13 +408,18 @@ func (s *SyncWriter) Write(p []byte) (int, error) {
 }
 
 // readLine reads one line without its newline. A line longer than
-// MaxMessageBytes is consumed and reported as tooLong.
+// MaxMessageBytes is consumed and reported as tooLong, with only its first
+// idPrefixBytes kept as line, from which its id may be read (prefixID).
 func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if !tooLong {
 			if len(line)+len(chunk) > MaxMessageBytes+1 {
-				tooLong, line = true, nil
+				tooLong = true
+				if n := idPrefixBytes - len(line); n > 0 {
+					line = append(line, chunk[:min(n, len(chunk))]...)
+				}
+				line = bytes.Clone(line[:min(len(line), idPrefixBytes)])
 			} else {
 				line = append(line, chunk...)
 			}
@@ -430,7 +435,7 @@ func readLine(r *bufio.Reader) (line []byte, tooLong bool, err error) {
 // holds, or returns the error response to send instead.
 func parseLine(line []byte, tooLong bool) (msgs []jsonrpc.Message, batch bool, reply []byte) {
 	if tooLong {
-		return nil, false, errorLine(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes", MaxMessageBytes))
+		return nil, false, errorLine(prefixID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes, the stdio front's limit: send large content by reference (a resource, a file), not inline", MaxMessageBytes))
 	}
 	if !json.Valid(line) {
 		return nil, false, errorLine(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON (each message must be one line of JSON)")
@@ -704,7 +709,60 @@ func idText(id jsonrpc.ID) string {
 // requestID returns the id of a malformed request when it is a valid id:
 // a string, or an integer that checkIntegerID would accept, as written.
 func requestID(line []byte) any {
-	id := rawID(line)
+	return answerableID(rawID(line))
+}
+
+// idPrefixBytes is how much of a line over MaxMessageBytes is kept to read
+// its id from.
+const idPrefixBytes = 64 << 10
+
+// prefixID returns the id of the message whose line starts with prefix,
+// the rest of it unread, as requestID would: the value of the top-level
+// object's "id" member (matched exactly) when the members before it, and
+// it, are whole within prefix and it is a valid id. It is nil otherwise;
+// a later "id" member, which would count instead, cannot be seen. The scan
+// is bounded by the prefix.
+func prefixID(prefix []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	dec.UseNumber() // a number as written, for integerIDError
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		if key == "id" {
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return nil
+			}
+			return answerableID(raw)
+		}
+		// Skip the member's value, however deep.
+		for depth := 0; ; {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil
+			}
+			switch tok {
+			case json.Delim('{'), json.Delim('['):
+				depth++
+			case json.Delim('}'), json.Delim(']'):
+				depth--
+			}
+			if depth == 0 {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// answerableID is the id written as id when it is one an answer carries
+// as written (see requestID); nil otherwise.
+func answerableID(id []byte) any {
 	if len(id) == 0 {
 		return nil
 	}

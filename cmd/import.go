@@ -147,6 +147,7 @@ func newImportSourceCmd(name, arg, what string, run func(string, []byte) *import
 					return failuref("the imported policy does not compile (a bug in policyc import): %s", d.Format(""))
 				}
 				fmt.Fprintf(stderr, "note: the imported policy: %s\n", d.Format(""))
+				notes++
 			}
 			if err := writeOutput(c.OutOrStdout(), out, res.CUE, 0o644); err != nil {
 				return err

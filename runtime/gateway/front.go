@@ -870,8 +870,21 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		unsupported: fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ",")),
 	}
 	front.clock.closing = front.closing
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front), nil
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != HTTPPath {
+			// Before the token is checked: where MCP is served is no
+			// secret, and a mistyped path says so at once.
+			http.Error(w, fmt.Sprintf("404 not found: the gateway serves MCP at %s, not %s", HTTPPath, r.URL.Path), http.StatusNotFound)
+			return
+		}
+		authed.ServeHTTP(w, r)
+	}), nil
 }
+
+// HTTPPath is the one path the HTTP front serves MCP at (a client's
+// endpoint is http://HOST:PORT/); any other path is answered 404.
+const HTTPPath = "/"
 
 // httpFront is the HTTP front's handler, in front of the SDK's: each
 // method's work is a method of its own, so that a GET's long-lived stream

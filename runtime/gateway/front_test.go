@@ -91,6 +91,28 @@ func TestHTTPFront(t *testing.T) {
 			t.Errorf("token %q: status %d, want 401", token, resp.StatusCode)
 		}
 	}
+	// MCP is served at HTTPPath, and nowhere else, with a token or without.
+	for _, path := range []string{"/mcp", "/mcp/", "/sse", "//", "/favicon.ico"} {
+		for _, token := range []string{"", "alice-token"} {
+			for _, method := range []string{"POST", "GET", "DELETE"} {
+				req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(initialize))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "the gateway serves MCP at /, not "+path) {
+					t.Errorf("%s %s (token %q): %d %q; want 404 naming the MCP path", method, path, token, resp.StatusCode, body)
+				}
+			}
+		}
+	}
 
 	alice := httpClient(t, srv.URL, "alice-token")
 	if names := toolNames(t, alice); !slices.Contains(names, "github__create_issue") {

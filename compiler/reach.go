@@ -244,18 +244,29 @@ func reverse(s string) string {
 	return string(b)
 }
 
+// indexedBlock is the number of rules from which a block's rules are
+// indexed by their affixes; a smaller block is scanned in order, which
+// costs less memory than the index would and, at that size, hardly more
+// time.
+const indexedBlock = 256
+
 // setRules sets b's rules and indexes them for first and earlier.
 func (b *rblock) setRules(rules []*rrule) {
 	b.rules = rules
 	b.lits = make(map[string]*rrule, len(rules))
-	b.byKey = map[string]*suffixIndex{}
-	lens := map[int]bool{}
 	for _, r := range rules {
 		if !r.isLit {
 			b.globs = append(b.globs, r)
 		} else if b.lits[r.lit] == nil {
 			b.lits[r.lit] = r
 		}
+	}
+	if len(rules) < indexedBlock {
+		return
+	}
+	b.byKey = map[string]*suffixIndex{}
+	lens := map[int]bool{}
+	for _, r := range rules {
 		p, sfx := indexKeys(r)
 		x := b.byKey[p]
 		if x == nil {
@@ -292,6 +303,18 @@ func (b *rblock) count(n int) {
 // first returns the first rule of b matching name, or nil.
 func (b *rblock) first(name string) *rrule {
 	best := b.lits[name]
+	if b.byKey == nil {
+		for _, r := range b.globs {
+			if best != nil && r.pos > best.pos {
+				break
+			}
+			b.count(int(matchCost(name, r)))
+			if r.match(name) {
+				return r
+			}
+		}
+		return best
+	}
 	for _, lp := range b.keyLens {
 		if lp > len(name) {
 			break
@@ -337,6 +360,10 @@ func (b *rblock) earlier(r *rrule) []*rrule {
 				out = append(out, o)
 			}
 		}
+	}
+	if b.byKey == nil {
+		consider(b.rules)
+		return out
 	}
 	// Of the rules of one prefix key: those whose suffix key ends r's
 	// suffix, then those whose suffix key ends with r's suffix.

@@ -11,7 +11,8 @@ import (
 )
 
 // The block's index (by literal prefix and suffix) gives first and earlier
-// the answers a scan of every rule in order gives, on random blocks of
+// the answers a scan of every rule in order gives (the plain scan of a
+// small block too), on random blocks of
 // globs and literals over a small alphabet, U+FFFD included (it matches
 // invalid UTF-8, so it must not be indexed as a literal byte).
 func TestBlockIndexMatchesScan(t *testing.T) {
@@ -38,7 +39,13 @@ func TestBlockIndexMatchesScan(t *testing.T) {
 	grow("", 4)
 	for round := range 300 {
 		var rules []*rrule
-		for i := range 1 + r.IntN(12) {
+		// Small blocks and blocks past indexedBlock: both the scan and the
+		// index are checked.
+		n := 1 + r.IntN(24)
+		if round%5 == 0 {
+			n = indexedBlock + r.IntN(64)
+		}
+		for i := range n {
 			src := pattern()
 			g, err := glob.Parse(src)
 			if err != nil {

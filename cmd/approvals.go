@@ -164,6 +164,7 @@ func newApprovalsDecideCmd(o *approvalsOptions, verdict string) *cobra.Command {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
+			writeHeldCalls(c.OutOrStdout(), v.HeldCalls)
 			return nil
 		},
 	}
@@ -221,6 +222,7 @@ Examples:
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
+			writeHeldCalls(c.OutOrStdout(), v.HeldCalls)
 			return nil
 		},
 	}

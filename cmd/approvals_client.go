@@ -131,6 +131,26 @@ func outcome(r approval.Request) string {
 	return s
 }
 
+// writeHeldCalls says what became of the calls held for a request that
+// was just decided: an approval is not a call that ran (a reload may have
+// denied it meanwhile).
+func writeHeldCalls(w io.Writer, calls []approval.HeldCall) {
+	for _, c := range calls {
+		what := "held calls"
+		if c.Count == 1 {
+			what = "held call"
+		}
+		answer := map[string]string{"run": "ran", "pending": "not answered yet"}[c.Answer]
+		if answer == "" {
+			answer = c.Answer
+		}
+		if c.Reason != "" {
+			answer += ": " + c.Reason
+		}
+		fmt.Fprintf(w, "  %d %s: %s\n", c.Count, what, answer)
+	}
+}
+
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
 func writeRequestTable(w io.Writer, reqs []approval.RequestView, status string, active bool) error {

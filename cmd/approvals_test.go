@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,13 +50,51 @@ type heldCall struct {
 }
 
 func holdCall(g *approval.Gate, tool, args string) <-chan heldCall {
+	return holdRechecked(g, tool, args, nil)
+}
+
+// holdRechecked is holdCall with the gateway's re-check of the serving
+// table just before an approved call runs.
+func holdRechecked(g *approval.Gate, tool, args string, recheck func() error) <-chan heldCall {
 	ch := make(chan heldCall, 1)
 	go func() {
 		o, err := g.HoldCall(context.Background(), &approval.Call{Principal: "alice", Server: "github", Tool: tool, Arguments: []byte(args),
-			Origin: "github.cue:12", Timeout: time.Minute, Channel: approval.Channel{Name: "page", Kind: approval.ChannelPage}, Client: "agent 1.0"})
+			Origin: "github.cue:12", Timeout: time.Minute, Channel: approval.Channel{Name: "page", Kind: approval.ChannelPage}, Client: "agent 1.0",
+			Recheck: recheck})
 		ch <- heldCall{o, err}
 	}()
 	return ch
+}
+
+// An approval is not a call that ran: when a reload has denied the held
+// call meanwhile, approve says the call did not run, and why; the admin
+// API's answer carries it (held_calls).
+func TestApprovalsApproveSaysWhatBecameOfTheHeldCalls(t *testing.T) {
+	g, srv := approvalsAPI(t)
+	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
+	t.Setenv("POLICYC_ADMIN_URL", srv.URL)
+	const reloaded = "the serving table (serial 2) denies github / merge_pull_request now"
+	held := holdRechecked(g, "merge_pull_request", `{"number":7}`, func() error { return errors.New(reloaded) })
+	r := waitPending(t, g, "merge_pull_request")
+	code, out, errOut := runPolicyc("approvals", "approve", r.ID)
+	want := r.ID + ": approved once by carol; not run: " + reloaded + "\n  1 held call: not run: " + reloaded + "\n"
+	if code != 0 || out != want {
+		t.Fatalf("approve: exit %d\n%s%s\nwant exit 0 and\n%s", code, out, errOut, want)
+	}
+	if h := <-held; h.o.Answer != approval.AnswerNotRun {
+		t.Fatalf("held call: %+v", h)
+	}
+
+	held = holdRechecked(g, "merge_pull_request", `{"number":8}`, func() error { return nil })
+	r = waitPending(t, g, "merge_pull_request")
+	code, out, errOut = runPolicyc("approvals", "approve", r.ID, "--format", "json")
+	var v approval.RequestView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !slices.Equal(v.HeldCalls, []approval.HeldCall{{Count: 1, Answer: "run"}}) || v.Ran != "ran" {
+		t.Fatalf("approve --format json: exit %d\n%s%s", code, out, errOut)
+	}
+	if h := <-held; h.o.Answer != approval.AnswerRun {
+		t.Fatalf("held call: %+v", h)
+	}
 }
 
 func waitPending(t *testing.T, g *approval.Gate, tool string) approval.Request {
@@ -129,7 +169,7 @@ func TestApprovalsCommand(t *testing.T) {
 
 	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
 	code, out, errOut = runPolicyc("approvals", "approve", r.ID, "--for", "8h", "--reason", "release day", "--admin", srv.URL)
-	if code != 0 || !strings.Contains(out, r.ID+": approved 8h by carol, until ") {
+	if code != 0 || !strings.Contains(out, r.ID+": approved 8h by carol, until ") || !strings.HasSuffix(out, "\n  1 held call: ran\n") {
 		t.Fatalf("approve: %d %s%s", code, out, errOut)
 	}
 	if h := <-held; h.err != nil || h.o.Answer != approval.AnswerRun {
@@ -156,7 +196,7 @@ func TestApprovalsCommand(t *testing.T) {
 	held = holdCall(g, "delete_branch", `{"branch":"main"}`)
 	r2 := waitPending(t, g, "delete_branch")
 	code, out, _ = runPolicyc("approvals", "deny", r2.ID, "--reason", "main is protected", "--admin", srv.URL)
-	if code != 0 || !strings.Contains(out, "denied by carol (main is protected)") {
+	if code != 0 || !strings.Contains(out, "denied by carol (main is protected)\n  1 held call: denied: main is protected\n") {
 		t.Fatalf("deny: %d %s", code, out)
 	}
 	if h := <-held; h.o.Answer != approval.AnswerDenied || h.o.Reason != "main is protected" {

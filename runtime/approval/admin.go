@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -47,6 +48,11 @@ type RequestView struct {
 	Durations []string `json:"durations,omitempty"`
 	// Active is set for a remembered approval still in force.
 	Active bool `json:"active,omitempty"`
+	// HeldCalls, in the answer to an approve or deny, says what became of
+	// the calls held for the request when it was decided: an approved call
+	// may still not run (a reload denied it meanwhile, say). Calls not
+	// answered within heldReportWait are counted as "pending".
+	HeldCalls []HeldCall `json:"held_calls,omitempty"`
 }
 
 // DecisionBody is the body of an approve or deny call of the admin API.
@@ -304,13 +310,23 @@ func (a *admin) apiDecide(verdict string) func(*http.Request, string) (any, erro
 		if verdict == VerdictDeny && body.For != "" {
 			return nil, apiError(http.StatusBadRequest, "a denial has no duration; leave out \"for\"")
 		}
-		q, err := a.g.Decide(r.PathValue("id"), verdict, body.For, body.Reason, Approver{Name: approver, From: remote("api", r)})
+		ctx, cancel := context.WithTimeout(r.Context(), heldReportWait)
+		defer cancel()
+		q, calls, err := a.g.DecideAndReport(ctx, r.PathValue("id"), verdict, body.For, body.Reason, Approver{Name: approver, From: remote("api", r)})
 		if err != nil {
 			return nil, err
 		}
-		return a.view(q), nil
+		v := a.view(q)
+		v.HeldCalls = calls
+		return v, nil
 	}
 }
+
+// heldReportWait bounds how long an approve or deny of the admin API waits
+// to say what became of the calls held for the request. Each is answered
+// as soon as the table is re-checked and its use recorded, so the bound
+// matters only when the state directory stalls.
+const heldReportWait = 10 * time.Second
 
 func (a *admin) apiRevoke(r *http.Request, approver string) (any, error) {
 	var body struct{}

@@ -253,6 +253,62 @@ type entry struct {
 type waiter struct {
 	sig chan signal // buffered: one signal per waiter, ever
 	ctx context.Context
+	// report, under Gate.mu, is told the call's outcome when it was held
+	// at a decision (Decide set it).
+	report *heldReport
+}
+
+// HeldCall says what became of calls held for a request when it was
+// decided: how many of them had Answer, for Reason.
+type HeldCall struct {
+	Count  int    `json:"count"`
+	Answer string `json:"answer"` // an Answer's String: "run", "not run", "denied", ...
+	Reason string `json:"reason,omitempty"`
+}
+
+// heldReport gathers the outcomes of the calls held at one decision.
+type heldReport struct {
+	mu    sync.Mutex
+	left  int // calls not yet answered
+	done  chan struct{}
+	calls []HeldCall
+}
+
+func newHeldReport(n int) *heldReport {
+	r := &heldReport{left: n, done: make(chan struct{})}
+	if n == 0 {
+		close(r.done)
+	}
+	return r
+}
+
+func (r *heldReport) add(o Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.left == 0 {
+		return
+	}
+	i := slices.IndexFunc(r.calls, func(c HeldCall) bool { return c.Answer == o.Answer.String() && c.Reason == o.Reason })
+	if i < 0 {
+		r.calls = append(r.calls, HeldCall{Answer: o.Answer.String(), Reason: o.Reason})
+		i = len(r.calls) - 1
+	}
+	r.calls[i].Count++
+	if r.left--; r.left == 0 {
+		close(r.done)
+	}
+}
+
+// result is what the calls were answered so far, and how many were not
+// answered yet (as an entry with Answer "pending").
+func (r *heldReport) result() []HeldCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.calls)
+	if r.left > 0 {
+		out = append(out, HeldCall{Count: r.left, Answer: "pending"})
+	}
+	return out
 }
 
 type signal struct {
@@ -742,14 +798,23 @@ func (g *Gate) wait(e *entry, w *waiter, progress func(string), recheck func() e
 		progress(g.waitingMessage(e))
 	}
 	for {
+		var o Outcome
 		select {
 		case s := <-w.sig:
-			return g.answer(e, w, s, recheck)
+			o = g.answer(e, w, s, recheck)
 		case <-tick:
 			progress(g.waitingMessage(e))
+			continue
 		case <-w.ctx.Done():
-			return g.leave(e, w, recheck)
+			o = g.leave(e, w, recheck)
 		}
+		g.mu.Lock()
+		report := w.report
+		g.mu.Unlock()
+		if report != nil {
+			report.add(o)
+		}
+		return o
 	}
 }
 
@@ -966,24 +1031,51 @@ func (g *Gate) finishLocked(e *entry) {
 // (ErrSelf) and anything else it cannot do (ErrInvalid). The decision is on
 // disk before any held call learns of it.
 func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request, error) {
+	r, _, err := g.decide(id, verdict, forWhat, reason, by)
+	return r, err
+}
+
+// DecideAndReport is Decide, and then says what became of the calls held
+// for the request when it was decided: it waits until each is answered or
+// ctx ends (the calls not answered by then are counted as "pending"). An
+// approved call may still not run: a reload may have denied it meanwhile,
+// or the approval lapsed before it could be used.
+func (g *Gate) DecideAndReport(ctx context.Context, id, verdict, forWhat, reason string, by Approver) (Request, []HeldCall, error) {
+	r, report, err := g.decide(id, verdict, forWhat, reason, by)
+	if err != nil {
+		return r, nil, err
+	}
+	select {
+	case <-report.done:
+	case <-ctx.Done():
+	}
+	if now, ok := g.Get(id); ok {
+		r = now // with what became of an approval once (Ran)
+	}
+	return r, report.result(), nil
+}
+
+// decide records the decision and answers the calls held for the request;
+// the report is told what became of each.
+func (g *Gate) decide(id, verdict, forWhat, reason string, by Approver) (Request, *heldReport, error) {
 	if by.Name == "" {
-		return Request{}, refuse(ErrInvalid, "a decision needs the approver's name")
+		return Request{}, nil, refuse(ErrInvalid, "a decision needs the approver's name")
 	}
 	if len(reason) > 1000 {
-		return Request{}, refuse(ErrInvalid, "the reason is longer than 1000 bytes")
+		return Request{}, nil, refuse(ErrInvalid, "the reason is longer than 1000 bytes")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.reqs[id]
 	if e == nil {
-		return Request{}, refuse(ErrNotFound, "no approval request %q (list them with 'policyc approvals list')", id)
+		return Request{}, nil, refuse(ErrNotFound, "no approval request %q (list them with 'policyc approvals list')", id)
 	}
 	now := g.now()
 	if err := g.decidableLocked(e, now); err != nil {
-		return Request{}, err
+		return Request{}, nil, err
 	}
 	if by.Name == e.r.Principal {
-		return Request{}, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
+		return Request{}, nil, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
 	}
 	d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}
 	switch verdict {
@@ -992,7 +1084,7 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 		switch {
 		case e.r.Kind == KindConsent:
 			if forWhat != "" && forWhat != ForRemember {
-				return Request{}, refuse(ErrInvalid, "consent is remembered until revoked; it is not given for %q", forWhat)
+				return Request{}, nil, refuse(ErrInvalid, "consent is remembered until revoked; it is not given for %q", forWhat)
 			}
 			d.For = ForRemember
 		default:
@@ -1001,10 +1093,10 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 			}
 			dur, err := DurationOf(forWhat)
 			if err != nil {
-				return Request{}, refuse(ErrInvalid, "%v", err)
+				return Request{}, nil, refuse(ErrInvalid, "%v", err)
 			}
 			if !slices.Contains(g.AllowedDurations(e.r.Server), forWhat) {
-				return Request{}, refuse(ErrInvalid, "server %s allows approvals of at most %s; choose one of %s", e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
+				return Request{}, nil, refuse(ErrInvalid, "server %s allows approvals of at most %s; choose one of %s", e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
 			}
 			d.For = forWhat
 			if dur > 0 {
@@ -1012,7 +1104,7 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 			}
 		}
 	default:
-		return Request{}, refuse(ErrInvalid, "the verdict is approve or deny, not %q", verdict)
+		return Request{}, nil, refuse(ErrInvalid, "the verdict is approve or deny, not %q", verdict)
 	}
 	r := e.r.clone()
 	r.Decision = d
@@ -1023,10 +1115,14 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 	}
 	r.Ended = now
 	if err := g.store.put(&r, r.event(now, event, by, reason)); err != nil {
-		return Request{}, fmt.Errorf("the decision could not be recorded, so it was not taken: %w", err)
+		return Request{}, nil, fmt.Errorf("the decision could not be recorded, so it was not taken: %w", err)
 	}
 	e.r = r
 	g.finishLocked(e)
+	report := newHeldReport(len(e.waiters))
+	for _, w := range e.waiters {
+		w.report = report
+	}
 	switch {
 	case verdict == VerdictDeny:
 		for _, w := range e.waiters {
@@ -1046,7 +1142,7 @@ func (g *Gate) Decide(id, verdict, forWhat, reason string, by Approver) (Request
 	}
 	g.logger.Info("approval decided", "id", id, "verdict", verdict, "for", d.For, "by", by.Name, "from", by.From)
 	g.changedLocked()
-	return e.r.clone(), nil
+	return e.r.clone(), report, nil
 }
 
 // decidableLocked reports why e cannot be decided now.

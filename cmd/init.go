@@ -25,7 +25,7 @@ func starterFiles() []starterFile {
 		{"policy.cue", starterPolicy},
 		{compiler.ConfigFileName, starterLintConfig},
 		{".pre-commit-config.yaml", fmt.Sprintf(starterPreCommit, compiler.Version)},
-		{".github/workflows/policyc.yml", fmt.Sprintf(starterWorkflow, compiler.Version)},
+		{".github/workflows/policyc.yml", ciWorkflow(compiler.Version, ".")},
 	}
 }
 
@@ -39,8 +39,12 @@ created if missing):
   policy.cue                      a commented example policy
   policyc.cue                     the lint configuration
   .pre-commit-config.yaml         runs 'policyc lint --staged' before every commit
-  .github/workflows/policyc.yml   lints pull requests (annotations and SARIF)
-                                  and compiles the policy
+  .github/workflows/policyc.yml   on pull requests, lints (SARIF into code
+                                  scanning) and posts the decisions that
+                                  change; on main, compiles --rev HEAD, signs
+                                  with the POLICYC_SIGNING_KEY secret
+                                  (--key-env) and verifies the table; the
+                                  same workflow as examples/ci
 
 The example compiles and lints clean. init never overwrites a file: if any of
 them exists, it writes nothing and exits 3.
@@ -79,6 +83,7 @@ Examples:
 				fmt.Fprintf(out, "wrote %s\n", filepath.ToSlash(p))
 			}
 			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s', and 'pre-commit install' to lint every commit.\n", filepath.ToSlash(dir))
+			fmt.Fprintf(out, "To let CI sign tables: 'policyc keygen -o policyc-ci', commit policyc-ci.pub as keys/policyc-ci.pub, and store the text of policyc-ci.key as the secret POLICYC_SIGNING_KEY of a GitHub environment named policy-signing (docs/ci.md).\n")
 			return nil
 		},
 	}
@@ -164,43 +169,4 @@ repos:
     hooks:
       - id: policyc-lint
         # args: [path/to/policy]   # when the policy is not at the repository root
-`
-
-const starterWorkflow = `# Lint every pull request (annotations on the diff, SARIF in code scanning)
-# and compile the policy into its decision table.
-name: policyc
-
-on:
-  pull_request:
-  push:
-    branches: [main]
-
-permissions:
-  contents: read
-  security-events: write
-
-jobs:
-  policy:
-    runs-on: ubuntu-latest
-    steps:
-      # The whole history: a table's serial is its commit's depth, which a
-      # shallow clone cannot count.
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0
-      - uses: actions/setup-go@v5
-        with:
-          go-version: stable
-      - run: go install github.com/policyc/policyc/cmd/policyc@v%s
-      - name: Lint for code scanning
-        run: policyc lint --format sarif . > policyc.sarif
-        continue-on-error: true
-      - uses: github/codeql-action/upload-sarif@v3
-        with:
-          sarif_file: policyc.sarif
-          category: policyc
-      - name: Lint
-        run: policyc lint --format github .
-      - name: Compile
-        run: policyc compile . -o table.json
 `

@@ -146,13 +146,9 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 	// The automaton's build compares every interval of its rune partition
 	// with every position, and holds a bitset of the positions for each
 	// cell: pay for both before it.
-	positions := 0
-	for _, q := range pats {
-		positions += len(q.elems) + 1
-	}
-	words := (positions + 63) / 64
-	intervals := partitionSize(pats)
-	if intervals*words > MaxWitnessWords {
+	a := automatonLayout(pats)
+	positions, intervals := a.accept[len(pats)-1]+1, len(a.starts)
+	if intervals*a.words > MaxWitnessWords {
 		s.Budget.stop(MemoryLimit)
 		return "", false, false
 	}
@@ -161,7 +157,7 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 	if !s.Budget.spend(intervals * (positions/16 + 1)) {
 		return "", false, false
 	}
-	a := newAutomaton(pats)
+	a.group(pats)
 	// Each state visited is held twice (slab and seen).
 	stateLimit := StateLimit
 	if m := (MaxWitnessWords - len(a.adv)*a.words) / (2 * a.words); m < limit {
@@ -254,26 +250,6 @@ func (s Search) witness(p *Pattern, others []*Pattern, accept func(m []bool) boo
 		}
 	}
 	return "", false, true
-}
-
-// partitionSize is the number of intervals of the rune partition of an
-// automaton of pats (newAutomaton), at most: every distinct literal rune and
-// class bound starts one, and so does the rune after each.
-func partitionSize(pats []*Pattern) int {
-	starts := map[rune]bool{0: true, surrogateMax + 1: true}
-	for _, p := range pats {
-		for _, e := range p.elems {
-			switch e.kind {
-			case kindLit:
-				starts[e.r], starts[e.r+1] = true, true
-			case kindClass:
-				for _, r := range e.ranges {
-					starts[r.lo], starts[r.hi+1] = true, true
-				}
-			}
-		}
-	}
-	return len(starts)
 }
 
 // litRank is 0 if r is a literal rune of the patterns, else 1.

@@ -47,7 +47,17 @@ type automaton struct {
 	lits   []rune     // literal runes of the patterns, in order of preference
 }
 
+// newAutomaton builds the automaton of pats.
 func newAutomaton(pats []*Pattern) *automaton {
+	a := automatonLayout(pats)
+	a.group(pats)
+	return a
+}
+
+// automatonLayout lays out the positions of pats and the intervals of
+// their rune partition: the cheap part of newAutomaton, which tells how
+// large the rest will be (a.words, len(a.starts)) before it is built.
+func automatonLayout(pats []*Pattern) *automaton {
 	a := &automaton{base: make([]int, len(pats)), accept: make([]int, len(pats))}
 	n := 0
 	for k, p := range pats {
@@ -85,10 +95,14 @@ func newAutomaton(pats []*Pattern) *automaton {
 	})
 	slices.SortFunc(a.lits, compareRunes)
 	a.lits = slices.Compact(a.lits)
+	return a
+}
 
-	// Group the intervals by the set of elements that accept them: each
-	// group is a cell. This keeps the DFA narrow and the search's branching
-	// low (e.g. all runes no pattern mentions form one cell).
+// group groups the intervals of a layout of pats by the set of elements
+// that accept them: each group is a cell. This keeps the DFA narrow and
+// the search's branching low (e.g. all runes no pattern mentions form one
+// cell).
+func (a *automaton) group(pats []*Pattern) {
 	a.cellOf = make([]int32, len(a.starts))
 	cells := map[string]int32{}
 	var members [][]runeRange // intervals of each cell
@@ -124,7 +138,6 @@ func newAutomaton(pats []*Pattern) *automaton {
 	for c, rs := range members { // rs is sorted: intervals were visited in order
 		a.reps[c] = bestRune(rs, a.lits)
 	}
-	return a
 }
 
 // initial returns the start state: every pattern at its first position.

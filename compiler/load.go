@@ -558,6 +558,10 @@ func andList(items []string) string {
 }
 
 // writtenAt reports whether the source at p starts with the value text v.
+// It tells the sides of a conflict apart: CUE (cuelang.org/go v0.17.1)
+// gives a conflict's two values and its positions, but not which value was
+// written at which position, and formats a literal value as it is written
+// (TestCUEFormats pins both).
 func (c *compilation) writtenAt(p token.Pos, v string) bool {
 	data, ok := c.parsed.sources[p.Filename()]
 	off := p.Offset()

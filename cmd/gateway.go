@@ -79,10 +79,13 @@ file, an address in use); 10-16 the table was refused (see 'policyc verify
 --help').
 
 Examples:
+  policyc gateway --config examples/local/gateway --check   # after the steps in examples/local/README.md
   policyc gateway --config /etc/policyc/gateway
   policyc gateway --config gateway.cue --table team.signed.json --trust ci.pub --state /var/lib/policyc
-  policyc gateway --config examples/team/gateway --check
-  kill -HUP $(pidof policyc)   # reload after deploying a new signed table`,
+  kill -HUP $(pidof policyc)   # reload after deploying a new signed table
+
+examples/local runs on a developer's machine (stdio upstreams from npm, a
+key made there); examples/team/gateway is shaped for production.`,
 		Args: argsRange(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
 			if o.config == "" {

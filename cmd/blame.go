@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/decide"
 )
 
@@ -77,8 +78,12 @@ Examples:
 			}
 			if _, ok := res.Table.Servers[item.server]; !ok {
 				names := slices.Sorted(maps.Keys(res.Table.Servers))
-				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it; servers: %s",
-					item.server, rev, rel, strings.Join(names, ", "))
+				hint := ""
+				if near := compiler.Suggest(item.server, names); near != "" {
+					hint = fmt.Sprintf("; did you mean %q?", near)
+				}
+				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it%s; servers: %s",
+					item.server, rev, rel, hint, strings.Join(names, ", "))
 			}
 			d := t.Decide(item.principal, item.server, k, item.name)
 			b := blameResult{

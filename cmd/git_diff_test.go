@@ -157,6 +157,14 @@ func TestBlame(t *testing.T) {
 	if !strings.Contains(stderr, `server "jira" is not in the policy`) || !strings.Contains(stderr, "github, linear") {
 		t.Errorf("unknown server: %s", stderr)
 	}
+	// A misspelt server gets the name it is closest to.
+	_, stderr = mustRun(t, ExitUsage, "blame", "--server", "linaer", "--name", "x", "--repo", g.Dir, "team")
+	if !strings.Contains(stderr, `server "linaer" is not in the policy`) || !strings.Contains(stderr, `did you mean "linear"?`) {
+		t.Errorf("misspelt server: %s", stderr)
+	}
+	if _, stderr := mustRun(t, ExitUsage, "blame", "--server", "jira", "--name", "x", "--repo", g.Dir, "team"); strings.Contains(stderr, "did you mean") {
+		t.Errorf("a name close to none is given no suggestion: %s", stderr)
+	}
 	_, stderr = mustRun(t, ExitUsage, "blame", "--server", "linear", "--name", "x", "--rev", "nope", "--repo", g.Dir, "team")
 	if !strings.Contains(stderr, `unknown revision "nope"`) {
 		t.Errorf("unknown revision: %s", stderr)

@@ -104,6 +104,7 @@ Examples:
 				if files, stagedCfg, err = repo.Staged(rel); err != nil {
 					return withCode(ExitFailure, err)
 				}
+				noteUnstaged(stderr, dir, files, stagedCfg)
 				cfiles, err := stagedCatalogueFiles(repo, rel)
 				if err != nil {
 					return err

@@ -111,6 +111,31 @@ func TestLintStagedJudgesTheIndex(t *testing.T) {
 	}
 }
 
+// lint --staged says, in one line on standard error, when the work tree
+// differs from the index, and nothing when it does not.
+func TestLintStagedNotesUnstagedChanges(t *testing.T) {
+	r := newLintRepo(t)
+	r.stage("policy.cue", stagedClean)
+	r.stage("policyc.cue", "package policyc\n")
+	if _, _, errOut := runLint(t, "lint", "--staged", r.dir); errOut != "" {
+		t.Errorf("work tree as staged: stderr %q, want nothing", errOut)
+	}
+	r.write("policy.cue", stagedShadowed)
+	r.write("new.cue", "package policy\n")
+	r.write("policyc.cue", "package policyc\n\nfail_level: \"warning\"\n")
+	code, _, errOut := runLint(t, "lint", "--staged", r.dir)
+	want := "policyc: note: the work tree differs from the index in new.cue (not staged), policy.cue, policyc.cue: --staged lints what is staged; 'git add' a change for it to count\n"
+	if code != ExitOK || errOut != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 0 and:\n%s", code, errOut, want)
+	}
+	os.Remove(filepath.Join(r.dir, "new.cue"))
+	os.Remove(filepath.Join(r.dir, "policy.cue"))
+	_, _, errOut = runLint(t, "lint", "--staged", r.dir)
+	if !strings.Contains(errOut, "policy.cue (deleted, not staged)") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("a staged file deleted from the work tree: stderr %q", errOut)
+	}
+}
+
 func TestLintStagedDeletedFileIsGone(t *testing.T) {
 	r := newLintRepo(t)
 	r.write("policy.cue", stagedClean)

@@ -85,6 +85,7 @@ Examples:
 				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it%s; servers: %s",
 					item.server, rev, rel, hint, strings.Join(names, ", "))
 			}
+			notePrincipal(c.ErrOrStderr(), res.Table, item.principal)
 			d := t.Decide(item.principal, item.server, k, item.name)
 			b := blameResult{
 				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Server: item.server, Kind: item.kind, Name: item.name,

@@ -73,6 +73,7 @@ Examples:
 				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: server %q is not in the table, so every item of it is denied%s (%s)\n",
 					item.server, hint, servers)
 			}
+			notePrincipal(c.ErrOrStderr(), t.Source(), item.principal)
 			ex := t.Explain(item.principal, item.server, k, item.name)
 			if item.format == "json" {
 				return writeExplainJSON(c.OutOrStdout(), ex)

@@ -79,6 +79,7 @@ Examples:
 			if err != nil {
 				return err
 			}
+			notePrincipal(stderr, rt.Source(), principal)
 			cat, err := exportCatalog(args[0], catalogDir)
 			if err != nil {
 				return err

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/table"
@@ -86,4 +89,31 @@ func tableFileError(path string, err error, reads string) error {
 		return failuref("%s: %v (%s)", path, err, reads)
 	}
 	return failuref("%s: %v", path, err)
+}
+
+// notePrincipal says on standard error when principal is not named by the
+// table (no principal scope, in no group) while a name it does know is
+// close to it: the decisions are then those of anyone without a scope of
+// their own, which a misspelt name should not get silently.
+func notePrincipal(w io.Writer, src *table.Table, principal string) {
+	if principal == "" {
+		return
+	}
+	known := map[string]bool{}
+	for _, sc := range src.Scopes {
+		if name, ok := strings.CutPrefix(sc.Name, "principal:"); ok {
+			known[name] = true
+		}
+		for _, m := range sc.Members {
+			known[m] = true
+		}
+	}
+	if known[principal] {
+		return
+	}
+	near := compiler.Suggest(principal, slices.Sorted(maps.Keys(known)))
+	if near == "" {
+		return
+	}
+	fmt.Fprintf(w, "policyc: note: principal %q is in no group and has no scope of its own, so it is decided as anyone without one; did you mean %q?\n", principal, near)
 }

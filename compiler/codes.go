@@ -110,7 +110,7 @@ var Codes = []CodeInfo{
 	{CodeApprovalTimeout, CategoryApproval, Warning, "approval holds longer than common MCP hosts wait for a tool result"},
 	{CodeReachIncomplete, CategoryReach, Warning, "rules the analysis could not settle: one of them may never take effect unreported"},
 	{CodePatternNotCatalogued, CategoryCatalog, Warning, "a pattern that matches no catalogued item of its server and kind (often a misspelling)"},
-	{CodeItemFallsToDefault, CategoryCatalog, Info, "a catalogued item that no rule names: a default decides it"},
+	{CodeItemFallsToDefault, CategoryCatalog, Info, "catalogued items that no rule names and a default allows: served unnamed, with whatever the server adds later"},
 	{CodeDestructiveAllowed, CategoryCatalog, Warning, "a tool whose annotations say it may be destructive, allowed without approval"},
 	{CodeApprovalOnReadOnly, CategoryCatalog, Info, "an approval on a tool whose annotations say it is read-only"},
 	{CodeInputSchemaChanged, CategoryCatalog, Warning, "a catalogued tool whose input schema changed since the snapshot committed at HEAD"},

@@ -71,6 +71,7 @@ func catalogueDiagnostics(p *compiler.Policy, t *table.Table, cat *Catalogue) []
 		}
 		c.item(it)
 	}
+	c.unnamed()
 	c.schemas()
 	return c.diags
 }
@@ -84,7 +85,14 @@ type catalogueCheck struct {
 	index      map[string]map[string]compiler.Position
 	principals []string
 	diags      []compiler.Diagnostic
+	// allowed collects the items no rule names that a default allows, by
+	// server, kind and default, in catalogue order (see unnamed).
+	allowed map[unnamedKey][]string
+	order   []unnamedKey
 }
+
+// unnamedKey is one default that allows catalogued items no rule names.
+type unnamedKey struct{ server, kind, scope, origin string }
 
 func (c *catalogueCheck) add(d compiler.Diagnostic) { c.diags = append(c.diags, d) }
 
@@ -101,15 +109,27 @@ func (c *catalogueCheck) patterns() {
 		}
 		names := c.cat.Current.ItemNames(server, kind)
 		for _, l := range a.OrderedLists() {
+			// A deny that matches nothing today is a guard against what
+			// the server may offer later, not a mistake: an info, so that
+			// a misspelling still shows with its nearest names.
+			guard := l == a.Deny
 			for _, e := range l.Entries {
 				if e.Glob == nil || matchesAny(e, names) {
 					continue
 				}
 				d := compiler.Diagnostic{Pos: e.Pos, Code: compiler.CodePatternNotCatalogued, Severity: compiler.Warning, Path: l.Path,
 					Message: fmt.Sprintf("%s pattern %s matches no %s in the catalogue of %s (%s)", kind, clip.Quote(e.Pattern), kind, server, path.Join(catalog.Dir, server+".json"))}
-				if near := compiler.Nearest(e.Pattern, names, 3); len(near) > 0 {
+				if guard {
+					d.Severity = compiler.Info
+					d.Message += ": a guard for now, it denies nothing the server offers today"
+				}
+				near := compiler.Nearest(e.Pattern, names, 3)
+				switch {
+				case len(near) > 0:
 					d.Suggestion = "did you mean " + quoteList(near) + "?"
-				} else {
+				case guard:
+					d.Suggestion = "nothing to do if it is a guard against a later " + kind + "; check the name against the catalogue if it should deny one today"
+				default:
 					d.Suggestion = "check the name against the catalogue, or pull the catalogue again if the server has a new " + kind
 				}
 				c.add(d)
@@ -150,18 +170,18 @@ func (c *catalogueCheck) item(it catalog.Item) {
 		return
 	}
 	ex := c.rt.Explain("", it.Server, kind, it.Name)
-	if d := ex.Decision; d.Reason == decide.ByDefault && d.Rule == nil && len(ex.Beaten) == 0 {
-		from := "the built-in deny: no default is set"
-		if d.Origin != "" {
-			from = "set at " + d.Origin
+	// Under a default deny an item no rule names is denied: the policy
+	// working, not a finding. Under a default allow it is served though no
+	// one named it, and so is whatever the server adds later.
+	if d := ex.Decision; d.Reason == decide.ByDefault && d.Rule == nil && len(ex.Beaten) == 0 && d.Effect == table.Allow {
+		k := unnamedKey{server: it.Server, kind: it.Kind, scope: d.Scope, origin: d.Origin}
+		if _, seen := c.allowed[k]; !seen {
+			if c.allowed == nil {
+				c.allowed = map[unnamedKey][]string{}
+			}
+			c.order = append(c.order, k)
 		}
-		scope := ""
-		if d.Scope != decide.ServerScope {
-			scope = " of scope " + d.Scope
-		}
-		c.add(compiler.Diagnostic{Pos: c.itemPos(it), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
-			Message:    fmt.Sprintf("%s %s %s is catalogued but no rule names it: it falls to the default %s%s (%s)", it.Server, it.Kind, clip.Quote(it.Name), d.Effect, scope, from),
-			Suggestion: fmt.Sprintf("name it in a list of mcp_servers.%s.access.%s, so that its decision is written down", it.Server, it.Kind)})
+		c.allowed[k] = append(c.allowed[k], it.Name)
 	}
 	if it.Tool == nil {
 		return
@@ -204,6 +224,39 @@ func (c *catalogueCheck) item(it catalog.Item) {
 				Suggestion: fmt.Sprintf("allow %s instead, if you trust the server's hint; keep the approval if you do not", clip.Quote(it.Name))})
 		}
 	}
+}
+
+// unnamed reports, once per server, kind and default, the catalogued items
+// that no rule names and a default allows, at the default: that is where
+// the choice was made, and where an ignore comment can say it is meant.
+func (c *catalogueCheck) unnamed() {
+	for _, k := range c.order {
+		names := c.allowed[k]
+		scope := ""
+		if k.scope != decide.ServerScope {
+			scope = " of scope " + k.scope
+		}
+		var what string
+		if len(names) == 1 {
+			what = fmt.Sprintf("%s %s %s is catalogued but no rule names it: it falls to the default allow%s set here",
+				k.server, k.kind, clip.Quote(names[0]), scope)
+		} else {
+			what = fmt.Sprintf("%s: %d catalogued %ss are named by no rule (%s): they fall to the default allow%s set here",
+				k.server, len(names), k.kind, someNames(names, 3), scope)
+		}
+		c.add(compiler.Diagnostic{Pos: c.originPos(k.origin, ""), Code: compiler.CodeItemFallsToDefault, Severity: compiler.Info,
+			Message: what + ", and so will any " + k.kind + " the server adds",
+			Suggestion: fmt.Sprintf("list what you mean to allow in mcp_servers.%s.access.%s.allow_list and set its default to deny, or say in a policyc:ignore comment that every %s is meant to be allowed",
+				k.server, k.kind, k.kind)})
+	}
+}
+
+// someNames quotes the first n names, and counts the rest.
+func someNames(names []string, n int) string {
+	if len(names) <= n {
+		return quoteList(names)
+	}
+	return fmt.Sprintf("%s and %d more", quoteList(names[:n]), len(names)-n)
 }
 
 // unknownServer reports the snapshot of a server that mcp_servers does not

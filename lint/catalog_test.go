@@ -83,15 +83,13 @@ groups: ops: {
 `
 	rep := LintCatalogue(policy(src), nil, cat)
 	got := codesAt(rep)
+	// list_issues and the prompt triage fall to the built-in deny: the
+	// policy working, no finding.
 	want := []string{
-		"catalog/github.json:25:7 info item-falls-to-default",
-		"catalog/github.json:5:7 info item-falls-to-default",
 		"p.cue:6:32 warning destructive-allowed",
 		"p.cue:6:44 warning pattern-not-in-catalog",
 		"p.cue:7:19 info approval-on-read-only",
 	}
-	// list_issues (line 25) and the prompt triage (line 5) fall to the
-	// built-in deny.
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -114,6 +112,81 @@ groups: ops: {
 	for _, f := range Lint(policy(src), nil).Findings {
 		if info, _ := compiler.LookupCode(f.Code); info.Category == compiler.CategoryCatalog {
 			t.Errorf("catalogue finding without a catalogue: %v", f)
+		}
+	}
+}
+
+// TestItemFallsToDefault: items no rule names are reported only where a
+// default allows them, once per server, kind and default, at the default.
+func TestItemFallsToDefault(t *testing.T) {
+	cat := snapshot(t, &catalog.Snapshot{Server: "github",
+		Tools: []catalog.Tool{
+			{Name: "get_issue", Annotations: &catalog.Annotations{ReadOnlyHint: hint(true)}},
+			{Name: "list_issues", Annotations: &catalog.Annotations{ReadOnlyHint: hint(true)}},
+		},
+		Prompts: []catalog.Prompt{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}},
+	})
+	src := `defaults: prompt: "allow"
+mcp_servers: github: access: {
+	tool: allow_list: ["get_issue"]
+	prompt: deny_list: ["e"]
+}
+`
+	rep := LintCatalogue(policy(src), nil, cat)
+	got := codesAt(rep)
+	want := []string{"p.cue:3:11 info item-falls-to-default"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	msg := rep.Findings[0].Message
+	for _, w := range []string{`github: 4 catalogued prompts are named by no rule ("a", "b", "c" and 1 more)`, "default allow set here", "any prompt the server adds"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
+	}
+
+	// One item: named, not counted.
+	src = `mcp_servers: github: access: tool: {
+	default: "allow"
+	allow_list: ["get_issue"]
+}
+`
+	rep = LintCatalogue(policy(src), nil, cat)
+	if got := codesAt(rep); !slices.Equal(got, []string{"p.cue:4:2 info item-falls-to-default"}) ||
+		!strings.Contains(rep.Findings[0].Message, `github tool "list_issues" is catalogued but no rule names it: it falls to the default allow set here`) {
+		t.Errorf("findings %v: %v", got, rep.Findings)
+	}
+}
+
+// TestPatternNotInCatalogGuard: a deny that matches nothing catalogued is
+// a guard, an info whatever level the rule is set to (off still silences
+// it); allow and approval patterns keep the rule's level.
+func TestPatternNotInCatalogGuard(t *testing.T) {
+	cat := snapshot(t, &catalog.Snapshot{Server: "github", Tools: []catalog.Tool{
+		{Name: "get_issue", Annotations: &catalog.Annotations{ReadOnlyHint: hint(true)}},
+	}})
+	src := `mcp_servers: github: access: tool: {
+	allow_list: ["get_issue", "get_isue"]
+	deny_list: ["delete_*"]
+}
+`
+	for _, tc := range []struct {
+		config string
+		want   []string
+	}{
+		{"", []string{"p.cue:4:28 warning pattern-not-in-catalog", "p.cue:5:14 info pattern-not-in-catalog"}},
+		{`rules: "pattern-not-in-catalog": level: "error"`, []string{"p.cue:4:28 error pattern-not-in-catalog", "p.cue:5:14 info pattern-not-in-catalog"}},
+		{`rules: "pattern-not-in-catalog": level: "info"`, []string{"p.cue:4:28 info pattern-not-in-catalog", "p.cue:5:14 info pattern-not-in-catalog"}},
+		{`rules: "pattern-not-in-catalog": level: "off"`, nil},
+	} {
+		rep := LintCatalogue(policy(src), mustConfig(t, tc.config), cat)
+		if got := codesAt(rep); !slices.Equal(got, tc.want) {
+			t.Errorf("config %q: findings %v, want %v", tc.config, got, tc.want)
+		}
+		for _, f := range rep.Findings {
+			if f.Pos.Line == 5 && !strings.Contains(f.Message, "a guard") {
+				t.Errorf("deny finding does not say it is a guard: %s", f.Message)
+			}
 		}
 	}
 }

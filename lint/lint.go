@@ -17,15 +17,14 @@ import (
 	"github.com/policyc/policyc/compiler"
 )
 
-// HelpBase is where the rule pages live in the repository; every finding
-// links to HelpBase + "<id>.md".
-const HelpBase = "docs/rules/"
-
-// HelpURL is the absolute address of the rule pages, for SARIF's helpUri.
+// HelpURL is the address of the rule pages. Every format links a finding
+// to its page by URL (see Help): the policy repositories lint reads have no
+// docs/rules of their own.
 const HelpURL = "https://github.com/policyc/policyc/blob/main/docs/rules/"
 
-// Help returns the docs page of a rule, relative to the repository root.
-func Help(id string) string { return HelpBase + id + ".md" }
+// Help returns the address of a rule's docs page, as every output format
+// prints it (text, JSON, GitHub annotations, SARIF's helpUri).
+func Help(id string) string { return HelpURL + id + ".md" }
 
 // Finding is a diagnostic as the linter reports it: at its configured
 // level, with its rule's category and docs page.
@@ -131,7 +130,11 @@ func silenced(d compiler.Diagnostic, ignores []*ignore) bool {
 	return false
 }
 
-// add applies the configuration to d and keeps it when it is not off.
+// add applies the configuration to d and keeps it when it is not off. A
+// finding its rule reports below the rule's default level (a deny that
+// pattern-not-in-catalog calls a guard) is a milder case of the rule: the
+// configured level applies to it too, but never raises it above the level
+// it was reported at.
 func (r *Report) add(d compiler.Diagnostic, cfg *Config) {
 	info, known := compiler.LookupCode(d.Code)
 	if known && !Fixed(d.Code) {
@@ -140,7 +143,9 @@ func (r *Report) add(d compiler.Diagnostic, cfg *Config) {
 			r.Suppressed++
 			return
 		}
-		d.Severity = compiler.Severity(level)
+		if d.Severity >= info.Level || compiler.Severity(level) < d.Severity {
+			d.Severity = compiler.Severity(level)
+		}
 	}
 	r.Findings = append(r.Findings, Finding{Diagnostic: d, Category: info.Category, Help: Help(d.Code)})
 }

@@ -89,7 +89,7 @@ func TestRulePages(t *testing.T) {
 	}
 	for _, c := range compiler.Codes {
 		if !pages[c.ID] {
-			t.Errorf("no page %s", Help(c.ID))
+			t.Errorf("no page %s", filepath.Join(dir, c.ID+".md"))
 			continue
 		}
 		delete(pages, c.ID)
@@ -101,7 +101,7 @@ func TestRulePages(t *testing.T) {
 		for _, want := range []string{"# " + c.ID, "## Avoid", "## Prefer", "## Why",
 			"Level: " + c.Level.String(), "Category: " + string(c.Category)} {
 			if !strings.Contains(text, want) {
-				t.Errorf("%s: missing %q", Help(c.ID), want)
+				t.Errorf("%s: missing %q", filepath.Join(dir, c.ID+".md"), want)
 			}
 		}
 	}
@@ -250,7 +250,7 @@ func TestGitHubEscaping(t *testing.T) {
 	if err := WriteGitHub(&b, rep, Output{Root: "."}); err != nil {
 		t.Fatal(err)
 	}
-	want := "::warning file=a%2Cb%3Ac.cue,line=2,col=3,title=policyc shadowed-rule::100%25 shadowed%0Asecond line%0Adocs/rules/shadowed-rule.md\n"
+	want := "::warning file=a%2Cb%3Ac.cue,line=2,col=3,title=policyc shadowed-rule::100%25 shadowed%0Asecond line%0Ahttps://github.com/policyc/policyc/blob/main/docs/rules/shadowed-rule.md\n"
 	if b.String() != want {
 		t.Fatalf("got  %q\nwant %q", b.String(), want)
 	}

@@ -110,9 +110,9 @@ func WriteSARIF(w io.Writer, rep *Report, o Output) error {
 		driver.Rules = append(driver.Rules, sarifRule{
 			ID: c.ID, Name: ruleName(c.ID),
 			ShortDescription: sarifText{Text: c.Summary},
-			HelpURI:          HelpURL + c.ID + ".md",
-			Help: sarifText{Text: c.Summary + ". See " + HelpURL + c.ID + ".md",
-				Markdown: c.Summary + ". See [" + c.ID + "](" + HelpURL + c.ID + ".md)."},
+			HelpURI:          Help(c.ID),
+			Help: sarifText{Text: c.Summary + ". See " + Help(c.ID),
+				Markdown: c.Summary + ". See [" + c.ID + "](" + Help(c.ID) + ")."},
 			DefaultConfiguration: sarifRuleConfig{Enabled: true, Level: level},
 			Properties:           map[string]string{"category": string(c.Category)},
 		})

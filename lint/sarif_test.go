@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -97,6 +99,13 @@ global: access: tool: deny_list: ["delete_*"]
 			for _, r := range log.Runs[0].Results {
 				if rules[r.RuleIndex].ID != r.RuleID || rules[r.RuleIndex].HelpURI != HelpURL+r.RuleID+".md" {
 					t.Errorf("result %s points at rule %d (%s)", r.RuleID, r.RuleIndex, rules[r.RuleIndex].ID)
+				}
+			}
+			// The other formats print the page SARIF links to: the
+			// linted repository has no docs/rules of its own.
+			for _, f := range rep.Findings {
+				if !strings.HasPrefix(f.Help, "https://") || !slices.ContainsFunc(rules, func(r sarifRule) bool { return r.ID == f.Code && r.HelpURI == f.Help }) {
+					t.Errorf("finding %s links to %q, not to its rule's helpUri", f.Code, f.Help)
 				}
 			}
 		})

@@ -322,6 +322,14 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) 
 	// A stream of bytes that is not JSON, or JSON that is not JSON-RPC
 	// (the SDK's "invalid message version tag").
 	notJSONRPC := strings.Contains(msg, "invalid character") || strings.Contains(msg, "invalid message version tag")
+	// Over stdio the SDK may report the session closing instead of the
+	// read error that closed it, depending on which it meets first; the
+	// transport saw the read error itself.
+	bad := p.proc.Load().BadOutput()
+	if bad != nil && !notJSONRPC {
+		notJSONRPC = true
+		msg += " (" + bad.Error() + ")"
+	}
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
 		msg = fmt.Sprintf("timed out after %s while %s", timeout, stage)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/catalog/pull/internal/fixture"
 	"github.com/policyc/policyc/internal/mcplist"
+	"github.com/policyc/policyc/internal/procexit"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
@@ -415,6 +417,36 @@ func TestPullEndlessListingStops(t *testing.T) {
 		}
 		if n := asked.Load(); n > tc.atMost {
 			t.Errorf("%s: the server was asked for %d pages, want at most %d", tc.method, n, tc.atMost)
+		}
+	}
+}
+
+// A stdio server that writes output that is not JSON-RPC is said to,
+// whichever error the SDK reports: the read error that ends the session,
+// or, when its closing wins the race, the session closing (catalog_failures
+// then lost its "not MCP's JSON-RPC" now and then). The transport saw the
+// read error itself.
+func TestExplainNotJSONRPCWhicheverErrorTheSDKReports(t *testing.T) {
+	tr := procexit.New(exec.Command("sh", "-c", "echo 'this is not JSON-RPC'; exec sleep 30"), 100*time.Millisecond)
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Read(context.Background()); err == nil {
+		t.Fatal("the garbage was read as a message")
+	}
+	p := &puller{up: Upstream{Name: "garbage", stderr: &tail{}}, logs: &sdkLog{}}
+	p.proc.Store(tr)
+	p.stage.Store("initializing")
+	for _, sdkErr := range []string{
+		`calling "initialize": invalid character 'h' in literal true (expecting 'r')`,
+		`connection closed: calling "initialize": client is closing`,
+	} {
+		msg := p.explain(context.Background(), errors.New(sdkErr), time.Second).Error()
+		if !strings.HasPrefix(msg, "initializing: ") || !strings.HasSuffix(msg, "invalid character 'h' in literal true (expecting 'r')) (the server wrote something that is not MCP's JSON-RPC)") &&
+			!strings.HasSuffix(msg, "invalid character 'h' in literal true (expecting 'r') (the server wrote something that is not MCP's JSON-RPC)") {
+			t.Errorf("the SDK's %q is explained as %q", sdkErr, msg)
 		}
 	}
 }

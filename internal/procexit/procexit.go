@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,6 +36,9 @@ type Transport struct {
 
 	mu    sync.Mutex
 	state *os.ProcessState
+	// badOutput is the first error reading the process's output met that
+	// was not the connection ending: output that is not JSON-RPC.
+	badOutput error
 	// proc is the started process, until the connection's Close has
 	// waited for it and stopped its group; nil before and after.
 	proc *os.Process
@@ -89,6 +93,33 @@ type conn struct {
 	mcp.Connection
 	t       *Transport
 	stopped sync.Once // the group is stopped once: its id may be reused after
+}
+
+// Read notes an error that is not the connection ending (BadOutput): the
+// SDK may report the session's end rather than this error, depending on
+// which it meets first.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil && !ConnectionEnded(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		c.t.mu.Lock()
+		if c.t.badOutput == nil {
+			c.t.badOutput = err
+		}
+		c.t.mu.Unlock()
+	}
+	return m, err
+}
+
+// BadOutput returns the first error reading the process's output met
+// that was not the connection ending (output that is not JSON-RPC), or
+// nil. A nil Transport has none.
+func (t *Transport) BadOutput() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.badOutput
 }
 
 func (c *conn) Close() error {

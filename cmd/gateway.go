@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -122,7 +123,13 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s.Gateway.Logger = logger
-	s.Gateway.Tables = tableLoader(s.Table, s.Trust, s.StateDir, o.check)
+	from := "--table"
+	if s.TablePos.File != "" {
+		pos := s.TablePos
+		pos.File = filepath.ToSlash(filepath.Join(dir, pos.File))
+		from = "the configuration's table (" + pos.String() + ")"
+	}
+	s.Gateway.Tables = tableLoader(s.Table, from, s.Trust, s.StateDir, o.check)
 	var serving atomic.Pointer[gateway.Gateway]
 	var gate *approval.Gate
 	var adminLn net.Listener

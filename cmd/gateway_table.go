@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/policyc/policyc/runtime/approval"
@@ -14,11 +15,22 @@ import (
 
 // tableLoader reads the signed table and verifies it, every time: at boot
 // and on every reload. It is the gateway's only way to a table.
-func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*decide.Table) error) (*decide.Table, error) {
+// from says where the path was given, for the error of a table that does
+// not exist: "the configuration's table (gateway.cue:3:1)" or "--table".
+func tableLoader(path, from string, trusted []ed25519.PublicKey, stateDir string, check bool) func(func(*decide.Table) error) (*decide.Table, error) {
 	return func(accept func(*decide.Table) error) (*decide.Table, error) {
 		b, err := envelope.ReadFile(path)
 		if errors.Is(err, envelope.ErrTooLarge) {
 			return nil, fmt.Errorf("%s refused: %w: %w", path, decide.ErrBadSignature, err)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			// Before the first table is deployed, the likeliest start.
+			or := ", or give --table FILE"
+			if from == "--table" {
+				or = ""
+			}
+			return nil, &missingTableError{fmt.Sprintf("read the signed table: %s, named by %s, does not exist; compile and sign the policy there (policyc compile POLICY -o table.json; policyc sign table.json --key KEY -o %s)%s",
+				path, from, path, or)}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read the signed table: %w", err)
@@ -32,6 +44,13 @@ func tableLoader(path string, trusted []ed25519.PublicKey, stateDir string, chec
 		return t, nil
 	}
 }
+
+// missingTableError is a signed table that does not exist, worded with
+// what to do; it is an fs.ErrNotExist.
+type missingTableError struct{ msg string }
+
+func (e *missingTableError) Error() string { return e.msg }
+func (e *missingTableError) Unwrap() error { return fs.ErrNotExist }
 
 // checkChannels reports every approval or consent channel of a served
 // server that cannot reach anyone through the gate as configured.

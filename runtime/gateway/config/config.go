@@ -88,6 +88,9 @@ type Config struct {
 	Table    string
 	Trust    []ed25519.PublicKey
 	StateDir string
+	// TablePos is where the configuration sets table (relative to the
+	// configuration's directory); zero when Options.Table replaced it.
+	TablePos compiler.Position
 	// DecisionLog is the decision log's path, "" for standard error.
 	// DecisionLogOverridden says it came from Options.DecisionLog; else
 	// decisionLogPos is where the configuration sets it.
@@ -355,6 +358,8 @@ func (r *reader) files() error {
 	}
 	if o.Table != "" {
 		c.Table = o.Table
+	} else {
+		c.TablePos = r.ev.KeyPos("table")
 	}
 	if o.StateDir != "" {
 		c.StateDir = o.StateDir

@@ -424,6 +424,12 @@ func postVia(t *testing.T, client *http.Client, url, session, body string, heade
 // arrives on the channel.
 func startWait(t *testing.T, tg *testGateway, url, session, id string, viaSDK bool) <-chan string {
 	t.Helper()
+	return startWaitVia(t, tg, http.DefaultClient, url, session, id, viaSDK)
+}
+
+// startWaitVia is startWait through client.
+func startWaitVia(t *testing.T, tg *testGateway, client *http.Client, url, session, id string, viaSDK bool) <-chan string {
+	t.Helper()
 	params := `{"name":"github__wait"}`
 	if viaSDK {
 		params = withProgressToken(params)
@@ -431,7 +437,7 @@ func startWait(t *testing.T, tg *testGateway, url, session, id string, viaSDK bo
 	waiting := tg.github.Waiting()
 	out := make(chan string, 1)
 	go func() {
-		_, o := rawHTTP(t, url)(http.MethodPost, "alice-token", session, legacyVersion, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":`+params+`}`)
+		_, o := rawHTTPWith(t, client, url)(http.MethodPost, "alice-token", session, legacyVersion, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":`+params+`}`)
 		out <- o
 	}()
 	select {
@@ -474,7 +480,10 @@ func TestHTTPInFlightIDLeavesTheSDKsChecks(t *testing.T) {
 
 // TestHTTPCancelsWhatTheSDKWould: a notifications/cancelled cancels a call
 // the front answers only when the SDK would take the message, and then
-// however its method is escaped.
+// however its method is escaped. In a synctest bubble over in-memory
+// connections: once synctest.Wait returns, every goroutine is blocked, so
+// a cancellation the notification caused has reached the upstream, and
+// "nothing was cancelled" is checked at that moment, not after a sleep.
 func TestHTTPCancelsWhatTheSDKWould(t *testing.T) {
 	for name, c := range map[string]struct {
 		body   string
@@ -492,23 +501,23 @@ func TestHTTPCancelsWhatTheSDKWould(t *testing.T) {
 		"with a reason":     {`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"x"}}`, nil, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tg := startGateway(t, nil)
-			srv := aliceFront(t, tg)
-			session := rawHTTPSession(t, rawHTTP(t, srv.URL), legacyVersion)
-			answered := startWait(t, tg, srv.URL, session, `9`, false)
-			resp, out := postWith(t, srv.URL, session, c.body, c.header)
-			if c.cancel {
-				eventually(t, 2*time.Second, "the call to be cancelled", func() bool { return tg.github.Cancelled.Load() == 1 })
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				tg := startGateway(t, nil)
+				client, do := memFront(t, tg, HTTPOptions{})
+				session := rawHTTPSession(t, do, legacyVersion)
+				answered := startWaitVia(t, tg, client, memURL, session, `9`, false)
+				resp, out := postVia(t, client, memURL, session, c.body, c.header)
+				synctest.Wait()
+				if got := tg.github.Cancelled.Load(); got != map[bool]int64{false: 0, true: 1}[c.cancel] {
+					t.Errorf("answered %s %q, and the upstream saw %d cancellations; want %v", resp.Status, out, got, c.cancel)
+				}
+				if !c.cancel {
+					// End it, so that the test need not wait for the call timeout.
+					postVia(t, client, memURL, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil)
+				}
 				<-answered
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-			if tg.github.Cancelled.Load() != 0 {
-				t.Errorf("answered %s %q, and yet the call was cancelled", resp.Status, out)
-			}
-			// End it, so that the test need not wait for the call timeout.
-			postWith(t, srv.URL, session, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, nil)
-			<-answered
+			})
 		})
 	}
 }

@@ -33,7 +33,16 @@ func memHTTP(t *testing.T, h http.Handler) *http.Client {
 }
 
 // memURL is the address a memHTTP client is given; the dialer ignores it.
-const memURL = "http://gateway.test/"
+// The server's end of a connection says it is on a loopback address, as
+// the gateway usually listens, so that the SDK's protection of such a
+// listener (it refuses a Host that is not a loopback name) applies.
+const memURL = "http://127.0.0.1/"
+
+// loopbackConn is the server's end of an in-memory connection, on a
+// loopback address.
+type loopbackConn struct{ net.Conn }
+
+func (loopbackConn) LocalAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
 
 // pipeListener hands the server end of each dialled net.Pipe to Accept.
 type pipeListener struct {
@@ -61,7 +70,7 @@ func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
 func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
 	client, server := net.Pipe()
 	select {
-	case l.conns <- server:
+	case l.conns <- loopbackConn{server}:
 		return client, nil
 	case <-l.done:
 		return nil, net.ErrClosed

@@ -1059,6 +1059,7 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 	}
 	unknown := false
 	found := false
+	var wc *class // the class of rr.Principal
 search:
 	for _, s := range servers {
 		for _, c := range classes {
@@ -1067,7 +1068,7 @@ search:
 			for _, n := range candidates {
 				if a.decides(st, j, r, s, n) {
 					rr.Principal, rr.WitnessServer, rr.Witness = c.principal, s, n
-					found = true
+					wc, found = c, true
 					break search
 				}
 			}
@@ -1086,7 +1087,7 @@ search:
 				n, ok, complete := a.witness(st, j, r, s)
 				if ok {
 					rr.Principal, rr.WitnessServer, rr.Witness = c.principal, s, n
-					found = true
+					wc, found = c, true
 					break exhaustive
 				}
 				unknown = unknown || !complete
@@ -1096,7 +1097,7 @@ search:
 	switch {
 	case found:
 		rr.Status = Reachable
-		a.reportPartial(b, r, earlier, rr)
+		a.reportPartial(b, r, earlier, rr, wc)
 		a.reportUIPartial(b, r, rr)
 	case unknown:
 		rr.Status = ReachUnknown
@@ -1192,38 +1193,120 @@ func (a *analyzer) reportShadowed(r *rrule, cover []*rrule) {
 }
 
 // reportPartial reports a reachable rule that loses some of its names to
-// earlier rules of its block with another effect (overlapping entries of
-// one list are normal and not reported).
-func (a *analyzer) reportPartial(b *rblock, r *rrule, earlier []*rrule, rr RuleReach) {
+// an earlier rule of its block with another effect (overlapping entries of
+// one list are normal and not reported). A deny whose every name r matches
+// too is carved out of r, the intended idiom (allow file:///srv/*, deny
+// file:///srv/*/.env), and not reported; a deny that overlaps r only in part,
+// and an approval that takes names from an allow, are. wc is the class of
+// rr.Principal.
+func (a *analyzer) reportPartial(b *rblock, r *rrule, earlier []*rrule, rr RuleReach, wc *class) {
 	if r.isLit {
 		return
 	}
 	// In block order every rule of another effect comes before the earlier
 	// rules of r's own list, so r loses a name to another effect exactly
-	// when it overlaps one of those rules; pairs are cheap to search.
+	// when it overlaps one of those rules; pairs are cheap to search. A
+	// rule passed over (carved) is one whose every name r loses is
+	// carved out: a name both r and o match, and none of carved, goes to o.
 	ex, _ := glob.Example(r.pat())
-	if o := a.firstOf(earlier, ex); o != nil && o.eff != r.eff {
-		a.reportLost(r, rr, ex, o)
-		return
-	}
+	var carved []*rrule
 	for _, o := range earlier {
 		if o.eff == r.eff {
 			continue
 		}
-		if o.isLit {
-			a.reportLost(r, rr, o.lit, b.first(o.lit))
+		both, ok := a.overlap(r, o, ex)
+		if !ok {
+			continue
+		}
+		if o.eff == effDeny && a.within(o, r) {
+			carved = append(carved, o)
+			continue
+		}
+		if lost, ok := a.lostTo(b, r, o, both, carved); ok {
+			a.reportLost(r, a.readableKept(b, r, rr, wc), lost, o)
 			return
 		}
-		if lost, ok, _ := a.search.Witness(r.pat(), []*glob.Pattern{o.pat()}, func(m []bool) bool { return m[0] }); ok {
-			a.reportLost(r, rr, lost, b.first(lost))
-			return
-		}
+		carved = append(carved, o)
 	}
 }
 
-func (a *analyzer) reportLost(r *rrule, rr RuleReach, lost string, taker *rrule) {
+// overlap returns a name both r and o match, if there is one: o's literal,
+// o's pattern filled in, or r's shortest name ex when they serve, else the
+// shortest a search over the pair finds.
+func (a *analyzer) overlap(r, o *rrule, ex string) (string, bool) {
+	if o.isLit {
+		return o.lit, r.match(o.lit)
+	}
+	if disjoint(r, o) {
+		return "", false
+	}
+	if n, ok := glob.Filled(o.pat()); ok && r.match(n) {
+		return n, true
+	}
+	if o.match(ex) {
+		return ex, true
+	}
+	n, ok, _ := a.search.Witness(r.pat(), []*glob.Pattern{o.pat()}, func(m []bool) bool { return m[0] })
+	return n, ok
+}
+
+// within reports whether every name o matches, r matches too. A search that
+// gives up answers no, so the overlap is reported as it was before.
+func (a *analyzer) within(o, r *rrule) bool {
+	if o.isLit {
+		return r.match(o.lit)
+	}
+	// Names of o that r does not match are most often its own shortest
+	// and filled-in ones: no search when one of them shows it.
+	for _, name := range [2]func(*glob.Pattern) (string, bool){glob.Example, glob.Filled} {
+		if n, ok := name(o.pat()); ok && !r.match(n) {
+			return false
+		}
+	}
+	covered, _, complete := a.search.Covered(o.pat(), []*glob.Pattern{r.pat()})
+	return covered && complete
+}
+
+// lostTo finds a name r matches that goes to o, given both, a name r and o
+// match: the names of both patterns filled in (glob.Filled) when one
+// qualifies, else both when it matches none of the carved rules before o,
+// else the shortest a search finds.
+func (a *analyzer) lostTo(b *rblock, r, o *rrule, both string, carved []*rrule) (string, bool) {
+	goes := func(n string) bool { return r.match(n) && b.first(n) == o }
+	for _, p := range [2]*glob.Pattern{o.pat(), r.pat()} {
+		if n, ok := glob.Filled(p); ok && n != both && goes(n) {
+			return n, true
+		}
+	}
+	if len(carved) == 0 || goes(both) {
+		return both, true
+	}
+	pats := []*glob.Pattern{o.pat()}
+	for _, c := range carved {
+		pats = append(pats, c.pat())
+	}
+	n, ok, _ := a.search.Witness(r.pat(), pats, func(m []bool) bool { return m[0] && !slices.Contains(m[1:], true) })
+	return n, ok && goes(n)
+}
+
+// readableKept is a name r decides for the finding to quote: r's pattern
+// filled in (glob.Filled) when r decides it for rr.Principal on
+// rr.WitnessServer, else rr.Witness.
+func (a *analyzer) readableKept(b *rblock, r *rrule, rr RuleReach, wc *class) string {
+	n, ok := glob.Filled(r.pat())
+	if !ok || n == rr.Witness || wc == nil {
+		return rr.Witness
+	}
+	st := a.stack(wc, rr.WitnessServer, b.kind)
+	if a.decides(st, slices.Index(st, b), r, rr.WitnessServer, n) {
+		return n
+	}
+	return rr.Witness
+}
+
+func (a *analyzer) reportLost(r *rrule, kept, lost string, taker *rrule) {
 	a.add(r, CodePartlyShadowed, fmt.Sprintf("%s: %s is partly shadowed: it still decides %s, but %s goes to %s",
-		r.path, clip.Quote(r.entry.Pattern), clip.Quote(rr.Witness), clip.Quote(lost), taker.describe()),
+		r.path, clip.Quote(r.entry.Pattern), clip.Quote(kept), clip.Quote(lost), taker.describe()),
 		"nothing to do if that is intended; otherwise narrow one of the two patterns")
 }
 

@@ -86,14 +86,57 @@ func TestNotShadowed(t *testing.T) {
 	}
 }
 
+// TestPartlyShadowed: a rule that loses some names to an earlier rule of
+// another effect is reported with one name it keeps and one it loses, both
+// written as a person would (wildcards filled, no empty path segments),
+// unless the earlier rule is a deny carved out of it.
 func TestPartlyShadowed(t *testing.T) {
-	src := "mcp_servers: s: access: tool: {\n\tdeny_list: [\"get_*\"]\n\tallow_list: [\"*_issue\"]\n}\n"
-	wantOne(t, reachDiags(t, src, CodePartlyShadowed), 5,
-		`"*_issue" is partly shadowed: it still decides "_issue", but "get_issue" goes to`, `deny_list[0] "get_*"`)
-	// Overlap within one list changes nothing and is not reported.
-	src = "mcp_servers: s: access: tool: allow_list: [\"get_*\", \"*_issue\"]\n"
-	if ds := reachDiags(t, src, CodePartlyShadowed); len(ds) != 0 {
-		t.Errorf("unexpected %v", ds)
+	for _, tc := range []struct {
+		name, block string
+		line        int // 0: no finding
+		contains    []string
+	}{
+		{"a deny overlapping an allow in part", `tool: {
+	deny_list: ["get_*"]
+	allow_list: ["*_issue"]
+}`, 7, []string{`"*_issue" is partly shadowed: it still decides "a_issue", but "get_issue" goes to`, `deny_list[0] "get_*"`}},
+		{"an approval taking names from an allow", `tool: {
+	approval_list: ["delete_*"]
+	allow_list: ["*"]
+	approval_channel: "page"
+}`, 7, []string{`"*" is partly shadowed: it still decides "a", but "delete_a" goes to`, `approval_list[0] "delete_*"`}},
+		{"a deny carved out of an allow", `resource: {
+	allow_list: ["file:///srv/projects/*"]
+	deny_list: ["file:///srv/projects/*/.env", "file:///srv/projects/*/secrets/*"]
+}`, 0, nil},
+		{"a literal deny carved out of an allow", `tool: {
+	allow_list: ["get_*"]
+	deny_list: ["get_secret"]
+}`, 0, nil},
+		{"a deny carved out of an approval", `tool: {
+	approval_list: ["delete_*"]
+	deny_list: ["delete_repository"]
+	approval_channel: "page"
+}`, 0, nil},
+		{"a carve-out beside an approval that takes names", `tool: {
+	deny_list: ["delete_*_branch"]
+	approval_list: ["create_*"]
+	allow_list: ["*_branch"]
+	approval_channel: "page"
+}`, 8, []string{`"*_branch" is partly shadowed: it still decides "a_branch", but "create_branch" goes to`, `approval_list[0] "create_*"`}},
+		{"overlap within one list", `tool: allow_list: ["get_*", "*_issue"]`, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := reachChannels + "mcp_servers: s: access: " + tc.block + "\n"
+			ds := reachDiags(t, src, CodePartlyShadowed)
+			if tc.line == 0 {
+				if len(ds) != 0 {
+					t.Errorf("unexpected %v", ds)
+				}
+				return
+			}
+			wantOne(t, ds, tc.line, tc.contains...)
+		})
 	}
 }
 

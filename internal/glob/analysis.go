@@ -318,3 +318,36 @@ func Example(p *Pattern) (name string, ok bool) {
 	}
 	return b.String(), true
 }
+
+// Filled returns a name matched by p as a person would write one, or
+// ok=false when p is Empty: p's text, with each ? and class as Example
+// fills it and each * filled with one letter where Example leaves it empty,
+// so that file:///srv/*/.env gives file:///srv/a/.env, not a name with an
+// empty path segment. Findings that quote a name try it before the
+// shortest one a search finds.
+func Filled(p *Pattern) (name string, ok bool) {
+	if p.empty {
+		return "", false
+	}
+	var lits []rune
+	for _, e := range p.elems {
+		if e.kind == kindLit {
+			lits = append(lits, e.r)
+		}
+	}
+	slices.SortFunc(lits, compareRunes)
+	var b strings.Builder
+	for _, e := range p.elems {
+		switch e.kind {
+		case kindLit:
+			b.WriteRune(e.r)
+		case kindAny:
+			b.WriteRune(bestRune(universe, lits))
+		case kindClass:
+			b.WriteRune(bestRune(e.ranges, lits))
+		case kindStar:
+			b.WriteRune(bestRune(universe, nil))
+		}
+	}
+	return b.String(), true
+}

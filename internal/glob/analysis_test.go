@@ -116,6 +116,30 @@ func TestExample(t *testing.T) {
 	}
 }
 
+func TestFilled(t *testing.T) {
+	tests := []struct{ p, want string }{
+		{"*", "a"},
+		{"get_issue", "get_issue"},
+		{"get_*", "get_a"},
+		{"*_issue", "a_issue"},
+		{"file:///srv/projects/*/.env", "file:///srv/projects/a/.env"},
+		{"repo://*/x", "repo://a/x"},
+		{"get_?ssue", "get_essue"},
+		{"[!a-z]*", "0a"},
+		{`\*\?`, "*?"},
+	}
+	for _, tt := range tests {
+		p := MustParse(tt.p)
+		got, ok := Filled(p)
+		if !ok || got != tt.want || !p.Match(got) {
+			t.Errorf("Filled(%q) = %q, %v; want %q, true", tt.p, got, ok, tt.want)
+		}
+	}
+	if _, ok := Filled(MustParse("[!\x00-\U0010FFFF]")); ok {
+		t.Error("Filled of an empty pattern: ok")
+	}
+}
+
 // names returns every name over alpha of length at most n, shortest first.
 func names(alpha []rune, n int) []string {
 	all := []string{""}

@@ -38,6 +38,9 @@ const (
 	cueNotAllowed = "field not allowed"
 	// cueRequired is a required field (!) with no value.
 	cueRequired = "field is required but not present"
+	// cueListLengths is two lists of different lengths unified; args:
+	// the two lengths.
+	cueListLengths = "incompatible list lengths (%d and %d)"
 )
 
 // cueMessage is a CUE error's message as CUE composed it.
@@ -45,12 +48,15 @@ type cueMessage struct {
 	format string
 	// args are the arguments, each formatted as the message shows it.
 	args []string
+	// raw are the arguments as CUE gave them, for String: a format's %d
+	// needs the number, not its text.
+	raw []any
 }
 
 // messageOf returns the message of e.
 func messageOf(e cueerrors.Error) cueMessage {
 	format, args := e.Msg()
-	m := cueMessage{format: format, args: make([]string, len(args))}
+	m := cueMessage{format: format, args: make([]string, len(args)), raw: args}
 	for i, a := range args {
 		m.args[i] = fmt.Sprint(a)
 	}
@@ -58,13 +64,7 @@ func messageOf(e cueerrors.Error) cueMessage {
 }
 
 // String is the message as CUE prints it.
-func (m cueMessage) String() string {
-	args := make([]any, len(m.args))
-	for i, a := range m.args {
-		args[i] = a
-	}
-	return fmt.Sprintf(m.format, args...)
-}
+func (m cueMessage) String() string { return fmt.Sprintf(m.format, m.raw...) }
 
 // conflict returns the two values of a conflict, and their kinds when
 // they differ ("" when not), or ok false when m is no conflict.

@@ -29,6 +29,7 @@ func TestCUEFormats(t *testing.T) {
 		{"empty disjunction", "a: 1 | 2\na: 3", cueEmptyDisjunction, []string{"2"}, false},
 		{"not allowed", "#D: {a: int}\nx: #D & {b: 1}", cueNotAllowed, []string{}, false},
 		{"required", "a!: int", cueRequired, []string{}, true},
+		{"list lengths", "a: [1]\na: [1, 2]", cueListLengths, []string{"1", "2"}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -77,6 +77,9 @@ type parsed struct {
 	files []*ast.File
 	// keyPos maps a dotted key path to where the key was first written.
 	keyPos map[string]Position
+	// listAt maps a dotted key path to every place a list is written as
+	// its value, in source order (see splitLists).
+	listAt map[string][]Position
 	// sources are the bytes of the files that parsed, by name.
 	sources map[string][]byte
 }
@@ -91,7 +94,7 @@ func posOf(p token.Pos) Position {
 // parseFiles checks encoding, syntax and package clause of every file and
 // returns the syntax trees of those that parsed.
 func (c *compilation) parseFiles(files []File) *parsed {
-	p := &parsed{keyPos: map[string]Position{}, sources: map[string][]byte{}}
+	p := &parsed{keyPos: map[string]Position{}, listAt: map[string][]Position{}, sources: map[string][]byte{}}
 	for _, f := range files {
 		if !utf8.Valid(f.Data) {
 			c.add(Diagnostic{Pos: invalidUTF8Pos(f), Code: CodeNotUTF8, Severity: Error,
@@ -248,6 +251,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 	}
 	conflictDone := map[string]bool{}
 	seen := map[string]bool{}
+	split := c.splitLists(errs)
 	for _, e := range errs {
 		cm := messageOf(e)
 		msg := cm.String()
@@ -255,6 +259,13 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		dotted := joinPath(path)
 		if seen[dotted+"\x00"+msg] {
 			continue // the sources alone and checked against the schema give some errors twice
+		}
+		if list, ok := splitList(cm, path, split); ok {
+			if !conflictDone[list] {
+				conflictDone[list] = true
+				c.add(c.splitListDiagnostic(list))
+			}
+			continue
 		}
 		if c.reportedImport(cm) {
 			continue // reported at the import by checkImports
@@ -428,6 +439,62 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 		}
 		c.add(d)
 	}
+}
+
+// splitLists returns the key paths of lists written in more than one
+// place whose entries CUE could not unify: a list in a.cue and another in
+// b.cue for one key. CUE unifies two lists entry by entry (they must have
+// the same length and equal entries); it never joins them, which is what
+// an author splitting a server's rules across files means. The errors it
+// gives (entries that conflict, incompatible list lengths) say neither.
+func (c *compilation) splitLists(errs []cueerrors.Error) map[string]bool {
+	split := map[string]bool{}
+	for _, e := range errs {
+		cm := messageOf(e)
+		if list, ok := listOf(cm, errorPath(e)); ok && len(c.parsed.listAt[list]) > 1 {
+			split[list] = true
+		}
+	}
+	return split
+}
+
+// listOf returns the list key an error is about, when it is one of those
+// unifying two lists gives: a conflict at an entry, or lengths that differ.
+func listOf(cm cueMessage, path []string) (string, bool) {
+	if cm.is(cueListLengths) {
+		return joinPath(path), len(path) > 0
+	}
+	if _, _, ok := cm.conflict(); ok && len(path) > 1 {
+		if last := path[len(path)-1]; last != "" && strings.Trim(last, "0123456789") == "" {
+			return joinPath(path[:len(path)-1]), true
+		}
+	}
+	return "", false
+}
+
+// splitList reports the list of split an error is about.
+func splitList(cm cueMessage, path []string, split map[string]bool) (string, bool) {
+	list, ok := listOf(cm, path)
+	return list, ok && split[list]
+}
+
+// splitListDiagnostic is the one error for a list written in several
+// places, at the first, naming every place.
+func (c *compilation) splitListDiagnostic(list string) Diagnostic {
+	at := c.parsed.listAt[list]
+	where := make([]string, len(at))
+	for i, p := range at {
+		where[i] = p.String()
+	}
+	places := "two places"
+	if len(at) > 2 {
+		places = fmt.Sprintf("%d places", len(at))
+	}
+	key := list[strings.LastIndexByte(list, '.')+1:]
+	return Diagnostic{Pos: at[0], Code: CodeType, Severity: Error, Path: list,
+		Message: fmt.Sprintf("%s: a list is written for it in %s (%s), and their entries differ: CUE does not join lists set in several places (in one file or in several), it unifies them entry by entry, so they would have to be equal",
+			list, places, andList(where)),
+		Suggestion: fmt.Sprintf("write every entry in one list, in one file; to keep parts in several files, give each part a hidden field of its own (_part1: [...] in one file, _part2: [...] in another) and join them in the one place the key is set: %s: list.Concat([_part1, _part2]), with import \"list\"", key)}
 }
 
 // showsValues reports whether errors may repeat the values of the sources:
@@ -658,6 +725,9 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 		pos := posOf(field.Label.Pos())
 		if _, seen := c.parsed.keyPos[dotted]; !seen {
 			c.parsed.keyPos[dotted] = pos
+		}
+		if l, ok := field.Value.(*ast.ListLit); ok {
+			c.parsed.listAt[dotted] = append(c.parsed.listAt[dotted], posOf(l.Lbrack))
 		}
 		marker := ""
 		if field.Constraint == token.OPTION || field.Constraint == token.NOT {

@@ -213,10 +213,21 @@ func (c *catalogueCheck) item(it catalog.Item) {
 		who := whom(byOrigin[k], len(c.principals))
 		pos := c.originPos(origin, k.pattern)
 		if destroy {
-			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
+			d := compiler.Diagnostic{Pos: pos, Code: compiler.CodeDestructiveAllowed, Severity: compiler.Warning,
 				Message: fmt.Sprintf("%s tool %s may be destructive by its annotations (%s) and is allowed without approval %s by %s",
 					it.Server, clip.Quote(it.Name), hints(it.Tool), who, decidedBy(origin, table.Allow.String(), k.pattern)),
-				Suggestion: fmt.Sprintf("put %s on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", clip.Quote(it.Name), it.Server)})
+				Suggestion: fmt.Sprintf("put %s on mcp_servers.%s.access.tool.approval_list, or deny it; if the server is wrong about the tool, say so in a policyc:ignore comment", clip.Quote(it.Name), it.Server)}
+			// A server that states no hints at all leaves every tool
+			// destructive by the defaults, read_graph as much as
+			// delete_entities; an allow entry that names the tool itself
+			// is a choice made with the name in view. An info: the
+			// warning is kept for what a glob or a default lets through
+			// unseen, and for a server that says destructive.
+			if noHints(it.Tool) && k.pattern == it.Name && !strings.ContainsAny(k.pattern, `*?[\`) {
+				d.Severity = compiler.Info
+				d.Message += ", which names it: the server states no hints, so only the defaults call it destructive"
+			}
+			c.add(d)
 		} else {
 			c.add(compiler.Diagnostic{Pos: pos, Code: compiler.CodeApprovalOnReadOnly, Severity: compiler.Info,
 				Message: fmt.Sprintf("%s tool %s is read-only by its annotations (readOnlyHint true) and needs approval %s by %s: an ask where no one needs one makes the approval queue longer",
@@ -337,6 +348,12 @@ func shortDigest(d string) string {
 		return d[:len("sha256:")+12]
 	}
 	return d
+}
+
+// noHints reports whether a tool's server states neither readOnlyHint nor
+// destructiveHint for it.
+func noHints(t *catalog.Tool) bool {
+	return t.Annotations == nil || t.Annotations.ReadOnlyHint == nil && t.Annotations.DestructiveHint == nil
 }
 
 // hints describes the annotations that make a tool possibly destructive.

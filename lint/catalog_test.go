@@ -191,6 +191,34 @@ func TestPatternNotInCatalogGuard(t *testing.T) {
 	}
 }
 
+// TestDestructiveAllowedNoHints: a tool whose server states no hints is
+// destructive only by the defaults; allowed by an entry that names it, that
+// is an info. Through a glob, or with the server saying destructive, it
+// stays a warning.
+func TestDestructiveAllowedNoHints(t *testing.T) {
+	cat := snapshot(t, &catalog.Snapshot{Server: "memory", Tools: []catalog.Tool{
+		{Name: "delete_entities", Annotations: &catalog.Annotations{DestructiveHint: hint(true)}},
+		{Name: "read_graph"},
+		{Name: "search_nodes", Annotations: &catalog.Annotations{Title: "Search"}},
+		{Name: "open_nodes"},
+	}})
+	src := `mcp_servers: memory: access: tool: allow_list: ["read_graph", "search_nodes", "open_*", "delete_entities"]
+`
+	rep := LintCatalogue(policy(src), nil, cat)
+	want := []string{
+		"p.cue:3:49 info destructive-allowed",
+		"p.cue:3:63 info destructive-allowed",
+		"p.cue:3:79 warning destructive-allowed",
+		"p.cue:3:89 warning destructive-allowed",
+	}
+	if got := codesAt(rep); !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if m := rep.Findings[0].Message; !strings.Contains(m, "the server states no hints") {
+		t.Errorf("message %q does not say why it is an info", m)
+	}
+}
+
 func TestInputSchemaChanged(t *testing.T) {
 	tool := func(schema string) *catalog.Snapshot {
 		return &catalog.Snapshot{Server: "github", Tools: []catalog.Tool{

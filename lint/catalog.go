@@ -125,6 +125,8 @@ func (c *catalogueCheck) patterns() {
 				}
 				near := compiler.Nearest(e.Pattern, names, 3)
 				switch {
+				case len(near) > 0 && guard:
+					d.Suggestion = "nothing to do if it is a guard against a later " + kind + "; if it is misspelt, the nearest catalogued names are " + quoteList(near)
 				case len(near) > 0:
 					d.Suggestion = "did you mean " + quoteList(near) + "?"
 				case guard:

@@ -447,8 +447,13 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 // the same length and equal entries); it never joins them, which is what
 // an author splitting a server's rules across files means. The errors it
 // gives (entries that conflict, incompatible list lengths) say neither.
+// Only a policy's lists are reported so: other configurations word their
+// conflicts themselves.
 func (c *compilation) splitLists(errs []cueerrors.Error) map[string]bool {
 	split := map[string]bool{}
+	if c.def != "#Policy" {
+		return split // other configurations keep their own wording
+	}
 	for _, e := range errs {
 		cm := messageOf(e)
 		if list, ok := listOf(cm, errorPath(e)); ok && len(c.parsed.listAt[list]) > 1 {

@@ -115,7 +115,7 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("%s %s (%s): %d %q, want %d %q", tc.method, tc.path, tc.body, st, e.Error, tc.status, tc.want)
 		}
 	}
-	still(t, ch)
+	still(t, g, r.ID, ch)
 
 	var decided RequestView
 	if st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r.ID+"/approve", `{"for":"8h","reason":"release day"}`, &decided); st != 200 {
@@ -185,7 +185,7 @@ func TestAdminAPIContentType(t *testing.T) {
 			t.Errorf("a body sent with Content-Type %q: %d %q, want 415", ct, st, e.Error)
 		}
 	}
-	still(t, ch)
+	still(t, g, r.ID, ch)
 	if st, e := post("application/json; charset=utf-8", `{"reason":"no"}`); st != 200 {
 		t.Fatalf("a JSON body: %d %q", st, e.Error)
 	}
@@ -307,7 +307,7 @@ func TestApprovalsPage(t *testing.T) {
 	if st, _, _ := newBrowser(t, srv).do("POST", "/approvals/"+r.ID, url.Values{"decision": {"once"}, "csrf": {csrf}}, nil); st != 401 {
 		t.Fatalf("unsigned decision: %d", st)
 	}
-	still(t, ch)
+	still(t, g, r.ID, ch)
 
 	// The list shows it with its buttons.
 	st, body, _ = b.do("GET", "/approvals", nil, nil)
@@ -355,7 +355,7 @@ func TestApprovalsPage(t *testing.T) {
 	if st, _, _ := a.do("POST", "/approvals/"+r2.ID, url.Values{"decision": {"once"}, "csrf": {acsrf}}, nil); st != 403 {
 		t.Fatalf("self-approval on the page: %d", st)
 	}
-	still(t, ch2)
+	still(t, g, r2.ID, ch2)
 	// Signing out ends the session.
 	a.do("POST", "/logout", url.Values{"csrf": {acsrf}}, nil)
 	if st, _, _ := a.do("GET", "/approvals", nil, nil); st != http.StatusSeeOther {

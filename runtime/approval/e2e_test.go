@@ -292,15 +292,8 @@ func TestGatewayConsent(t *testing.T) {
 		return ch
 	}
 	consentFor := func(principal string) Request {
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			for _, r := range gate.List(Filter{Status: Pending}) {
-				if r.Kind == KindConsent && r.Principal == principal && gate.Waiting(r.ID) > 0 {
-					return r
-				}
-			}
-		}
-		t.Fatalf("no consent request for %s", principal)
-		return Request{}
+		t.Helper()
+		return pendingWhere(t, gate, func(r Request) bool { return r.Kind == KindConsent && r.Principal == principal })
 	}
 	// Denied: the read answers as for a resource that does not exist.
 	ch := read(alice, "ui://github/app.html")
@@ -513,13 +506,7 @@ func TestGatewayStopEndsHold(t *testing.T) {
 		}
 		done <- res
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(gate.List(Filter{Status: Pending})) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the call was never held")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pendingWhere(t, gate, func(Request) bool { return true }) // the call is held
 	gate.Close()
 	var res *mcp.CallToolResult
 	select {
@@ -552,13 +539,7 @@ func TestGatewaySessionDeleteEndsHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 1}})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(gate.List(Filter{Status: Pending})) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the call was never held")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pendingWhere(t, gate, func(Request) bool { return true }) // the call is held
 	req, _ := http.NewRequest(http.MethodDelete, srv.URL, nil)
 	req.Header.Set("Mcp-Session-Id", cs.ID())
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -224,7 +225,12 @@ type Gate struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	closeOnce sync.Once
+	// closing is set by the first Close, which closes closeDone once it
+	// has finished, with closeErr: the others wait on the channel (a
+	// channel, not a sync.Once, so that a synctest bubble sees them
+	// blocked).
+	closing   atomic.Bool
+	closeDone chan struct{}
 	closeErr  error
 }
 
@@ -363,7 +369,7 @@ func Open(cfg Config) (*Gate, error) {
 	if err := cfg.Webhook.check(); err != nil {
 		return nil, err
 	}
-	g := &Gate{cfg: cfg, now: cfg.Now, logger: cfg.Logger, reqs: map[string]*entry{}, pending: map[foldKey]*entry{},
+	g := &Gate{cfg: cfg, now: cfg.Now, logger: cfg.Logger, reqs: map[string]*entry{}, pending: map[foldKey]*entry{}, closeDone: make(chan struct{}),
 		grants: map[grantKey][]*entry{}, notified: make(chan struct{})}
 	if g.now == nil {
 		g.now = time.Now
@@ -460,7 +466,12 @@ const (
 // and its process must not exit while a delivery that is stopping has yet
 // to record how it ended.
 func (g *Gate) Close() error {
-	g.closeOnce.Do(func() { g.closeErr = g.close() })
+	if g.closing.CompareAndSwap(false, true) {
+		g.closeErr = g.close()
+		close(g.closeDone)
+	} else {
+		<-g.closeDone
+	}
 	return g.closeErr
 }
 

@@ -65,22 +65,12 @@ func TestChangedArgumentsNotCovered(t *testing.T) {
 	a := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":7}`))
 	ra := pendingFor(t, g, "alice", "merge_pull_request", 1)
 	b := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":8}`))
-	deadline := time.Now().Add(5 * time.Second)
-	for len(g.List(Filter{Status: Pending})) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("changed arguments did not make a second request")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	rb := pendingWith(t, g, "alice", "merge_pull_request", func(r Request) bool { return r.ID != ra.ID })
 	mustDecide(t, g, ra.ID, VerdictApprove, ForOnce)
 	if h := recv(t, a); h.o.Answer != AnswerRun {
 		t.Fatalf("approved call: %v", h.o.Answer)
 	}
-	still(t, b)
-	var rb Request
-	for _, r := range g.List(Filter{Status: Pending}) {
-		rb = r
-	}
+	still(t, g, rb.ID, b)
 	if rb.Fingerprint == ra.Fingerprint || rb.ID == ra.ID {
 		t.Fatalf("the changed call shares the approved request: %+v", rb)
 	}
@@ -176,7 +166,7 @@ func TestSelfApprovalRefused(t *testing.T) {
 		_, err := g.Decide(r.ID, v, "", "", Approver{Name: "alice", From: "page"})
 		wantErr(t, err, ErrSelf, "cannot decide it")
 	}
-	still(t, ch)
+	still(t, g, r.ID, ch)
 	if got, _ := g.Get(r.ID); got.Status != Pending {
 		t.Fatalf("status %s after refused self-approval", got.Status)
 	}
@@ -203,7 +193,7 @@ func TestDecideBadInput(t *testing.T) {
 	}
 	_, err = g.Decide(r.ID, VerdictApprove, ForOnce, "", Approver{})
 	wantErr(t, err, ErrInvalid, "approver")
-	still(t, ch)
+	still(t, g, r.ID, ch)
 	if got := g.AllowedDurations("github"); strings.Join(got, ",") != "once,1h,8h" {
 		t.Fatalf("allowed durations %v", got)
 	}
@@ -249,11 +239,11 @@ func TestDurationApproval(t *testing.T) {
 	}
 	// Another principal, another tool: not covered.
 	other := hold(context.Background(), g, call("bob", "create_issue", `{"title":"a"}`))
-	pendingFor(t, g, "bob", "create_issue", 1)
-	still(t, other)
+	ro := pendingFor(t, g, "bob", "create_issue", 1)
+	still(t, g, ro.ID, other)
 	tool := hold(context.Background(), g, call("alice", "close_issue", `{}`))
-	pendingFor(t, g, "alice", "close_issue", 1)
-	still(t, tool)
+	rt := pendingFor(t, g, "alice", "close_issue", 1)
+	still(t, g, rt.ID, tool)
 	// Past the hour: asked again.
 	clk.Add(time.Hour + time.Second)
 	late := hold(context.Background(), g, call("alice", "create_issue", `{"title":"a"}`))
@@ -261,7 +251,7 @@ func TestDurationApproval(t *testing.T) {
 	if r2.ID == r.ID {
 		t.Fatal("an ended approval still covers")
 	}
-	still(t, late)
+	still(t, g, r2.ID, late)
 	_, err := g.Revoke(r.ID, Approver{Name: "carol"})
 	wantErr(t, err, ErrExpired, "ended at")
 }
@@ -280,8 +270,8 @@ func TestRevoke(t *testing.T) {
 		t.Fatalf("Revoke: %+v, %v", got.Decision, err)
 	}
 	next := hold(context.Background(), g, call("alice", "create_issue", `{}`))
-	pendingFor(t, g, "alice", "create_issue", 1)
-	still(t, next)
+	rn := pendingFor(t, g, "alice", "create_issue", 1)
+	still(t, g, rn.ID, next)
 	_, err = g.Revoke(r.ID, Approver{Name: "carol"})
 	wantErr(t, err, ErrDecided, "already revoked by alice")
 	_, err = g.Revoke("apr-aaaaaaaaaaaaaaaa", Approver{Name: "carol"})
@@ -334,36 +324,42 @@ func TestOnceWindow(t *testing.T) {
 	}
 }
 
+// A held call whose client asked for progress is told at once, and then
+// every ProgressInterval, that it waits, naming the request and its link.
+// In a synctest bubble: the intervals pass in fake time, and after
+// synctest.Wait every message due has been sent, so they are counted
+// exactly.
 func TestProgress(t *testing.T) {
-	g := openGate(t, "", func(c *Config) { c.ProgressInterval = 20 * time.Millisecond })
-	var mu sync.Mutex
-	var msgs []string
-	c := call("alice", "merge_pull_request", `{}`)
-	c.Progress = func(m string) { mu.Lock(); msgs = append(msgs, m); mu.Unlock() }
-	ch := hold(context.Background(), g, c)
-	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const interval = 15 * time.Second
+		g := openGate(t, "", func(c *Config) { c.ProgressInterval = interval })
+		var mu sync.Mutex
+		var msgs []string
+		c := call("alice", "merge_pull_request", `{}`)
+		c.Timeout = time.Hour
+		c.Progress = func(m string) { mu.Lock(); msgs = append(msgs, m); mu.Unlock() }
+		ch := hold(context.Background(), g, c)
+		synctest.Wait()
+		r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+		time.Sleep(3*interval + interval/2)
+		synctest.Wait()
 		mu.Lock()
 		n := len(msgs)
 		mu.Unlock()
-		if n >= 3 {
-			break
+		if n != 4 {
+			t.Errorf("%d progress messages after 3.5 intervals; want 4 (one at once, one per interval)", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d progress messages", n)
+		mustDecide(t, g, r.ID, VerdictDeny, "")
+		recv(t, ch)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if !strings.Contains(m, r.ID) || !strings.Contains(m, "http://approvals.test/approvals/"+r.ID) {
+				t.Fatalf("progress message %q does not name the request and its link", m)
+			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mustDecide(t, g, r.ID, VerdictDeny, "")
-	recv(t, ch)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, m := range msgs {
-		if !strings.Contains(m, r.ID) || !strings.Contains(m, "http://approvals.test/approvals/"+r.ID) {
-			t.Fatalf("progress message %q does not name the request and its link", m)
-		}
-	}
+	})
 }
 
 // The store keeps a preview, never the arguments; previews can be off.
@@ -526,17 +522,20 @@ func TestConsent(t *testing.T) {
 		return ch
 	}
 	waitPending := func() Request {
-		deadline := time.Now().Add(5 * time.Second)
+		t.Helper()
+		deadline := time.After(10 * time.Second)
 		for {
+			changed := g.Changed()
 			for _, r := range g.List(Filter{Status: Pending}) {
 				if r.Kind == KindConsent && g.Waiting(r.ID) > 0 {
 					return r
 				}
 			}
-			if time.Now().After(deadline) {
+			select {
+			case <-changed:
+			case <-deadline:
 				t.Fatal("no consent request")
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	ch := ask()

@@ -101,6 +101,34 @@ func pendingFor(t testing.TB, g *Gate, principal, tool string, n int) Request {
 	}
 }
 
+// pendingWith waits until the gate has a pending request for principal
+// and tool, with a call waiting, that ok accepts, and returns it.
+func pendingWith(t testing.TB, g *Gate, principal, tool string, ok func(Request) bool) Request {
+	t.Helper()
+	return pendingWhere(t, g, func(r Request) bool { return r.Principal == principal && r.Tool == tool && ok(r) })
+}
+
+// pendingWhere waits until the gate has a pending request with a call
+// waiting that ok accepts, and returns it. It looks again whenever the
+// gate says something changed (Changed), not at intervals.
+func pendingWhere(t testing.TB, g *Gate, ok func(Request) bool) Request {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		ch := g.Changed()
+		for _, r := range g.List(Filter{Status: Pending}) {
+			if g.Waiting(r.ID) > 0 && ok(r) {
+				return r
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatal("no such pending request")
+		}
+	}
+}
+
 func recv(t testing.TB, ch <-chan held) held {
 	t.Helper()
 	select {
@@ -112,13 +140,20 @@ func recv(t testing.TB, ch <-chan held) held {
 	return held{}
 }
 
-// still reports that ch has not answered yet.
-func still(t testing.TB, ch <-chan held) {
+// still checks that the call ch is held for request id and has not been
+// answered: the request is pending with a call waiting, and ch is empty.
+// A held call is answered only once its request is decided or ends, or
+// the call leaves it, each of which the gate's state shows: the check is
+// exact when it is made, with no wait.
+func still(t testing.TB, g *Gate, id string, ch <-chan held) {
 	t.Helper()
+	if r, ok := g.Get(id); !ok || r.Status != Pending || g.Waiting(id) == 0 {
+		t.Fatalf("request %s is %v with %d calls waiting; want it pending with its call held", id, r.Status, g.Waiting(id))
+	}
 	select {
 	case h := <-ch:
 		t.Fatalf("the call returned %v (%v) while it should still be held", h.o.Answer, h.err)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -114,7 +115,7 @@ func TestWebhookDelivery(t *testing.T) {
 		t.Fatal("the delivery carries more of the arguments than the preview")
 	}
 	// Delivered is not decided: the call still waits for a human.
-	still(t, ch)
+	still(t, g, r.ID, ch)
 	mustDecide(t, g, r.ID, VerdictApprove, ForOnce)
 	recv(t, ch)
 }
@@ -252,66 +253,62 @@ func (h holdLog) Handle(ctx context.Context, r slog.Record) error {
 	return nil
 }
 
+// handlerTransport delivers a client's requests to a handler in the same
+// process, with no socket: a test using it can run in a synctest bubble.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
 // A Close made while another is under way returns once that one has
 // finished: the command closes the gate when it is told to stop and again
 // as it returns, and must not exit before a delivery that was stopping
-// has recorded how it ended.
+// has recorded how it ended. In a synctest bubble, the webhook served in
+// process: once synctest.Wait returns, the second Close is blocked if it
+// is ever going to be, so "it has not returned" is exact.
 func TestCloseWaitsForCloseUnderWay(t *testing.T) {
-	rc := &receiver{secret: testSecret, failFirst: 1000}
-	srv := httptest.NewServer(rc)
-	t.Cleanup(srv.Close)
-	log := holdLog{Handler: slog.NewTextHandler(io.Discard, nil), msg: "webhook delivery failed", reached: make(chan struct{}), release: make(chan struct{})}
-	g := openGate(t, "", func(c *Config) {
-		c.Webhook = WebhookOptions{Secret: testSecret, MinBackoff: time.Minute, MaxBackoff: time.Minute, Attempts: 4}
-		c.Logger = slog.New(log)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		rc := &receiver{secret: testSecret, failFirst: 1000}
+		log := holdLog{Handler: slog.NewTextHandler(io.Discard, nil), msg: "webhook delivery failed", reached: make(chan struct{}), release: make(chan struct{})}
+		g := openGate(t, "", func(c *Config) {
+			c.Webhook = WebhookOptions{Secret: testSecret, MinBackoff: time.Minute, MaxBackoff: time.Minute, Attempts: 4,
+				Client: &http.Client{Transport: handlerTransport{rc}}}
+			c.Logger = slog.New(log)
+		})
+		release := sync.OnceFunc(func() { close(log.release) })
+		t.Cleanup(release) // before the gate's Close, should the test end early
+		c := call("alice", "merge_pull_request", `{}`)
+		c.Channel = Channel{Name: "hook", Kind: ChannelWebhook, URL: "http://hook.test/"}
+		held := hold(context.Background(), g, c)
+		// The first attempt failed; the delivery is held as it logs that.
+		<-log.reached
+		first := make(chan error, 1)
+		go func() { first <- g.Close() }()
+		// The first Close expires the request (the held call is answered)
+		// and then waits for the delivery to stop.
+		if h := recv(t, held); h.o.Answer != AnswerTimedOut {
+			t.Fatalf("the held call got %v, want a timeout", h.o.Answer)
+		}
+		second := make(chan error, 1)
+		go func() { second <- g.Close() }()
+		synctest.Wait()
+		select {
+		case <-second:
+			t.Fatal("a second Close returned while the first still waited for a delivery to stop")
+		default:
+		}
+		release()
+		<-second
+		// Returned: the delivery has recorded its end.
+		if audit := readFile(t, g.cfg.StateDir, AuditFile); !strings.Contains(audit, `"event":"notify_failed"`) || !strings.Contains(audit, "the gateway stopped") {
+			t.Fatalf("the stopped delivery is not in the audit log:\n%s", audit)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
 	})
-	release := sync.OnceFunc(func() { close(log.release) })
-	t.Cleanup(release) // before the gate's Close, should the test end early
-	c := call("alice", "merge_pull_request", `{}`)
-	c.Channel = Channel{Name: "hook", Kind: ChannelWebhook, URL: srv.URL}
-	held := hold(context.Background(), g, c)
-	// The first attempt failed; the delivery is held as it logs that.
-	select {
-	case <-log.reached:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first delivery attempt did not fail")
-	}
-	first := make(chan error, 1)
-	go func() { first <- g.Close() }()
-	// The first Close has expired the request and now waits for the
-	// delivery to stop.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		g.mu.Lock()
-		closed := g.closed
-		g.mu.Unlock()
-		if closed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Close did not start")
-		}
-	}
-	if h := recv(t, held); h.o.Answer != AnswerTimedOut {
-		t.Fatalf("the held call got %v, want a timeout", h.o.Answer)
-	}
-	second := make(chan error, 1)
-	go func() { second <- g.Close() }()
-	select {
-	case <-second:
-		t.Fatal("a second Close returned while the first still waited for a delivery to stop")
-	case <-time.After(100 * time.Millisecond):
-	}
-	release()
-	select {
-	case <-second:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second Close did not return")
-	}
-	// Returned: the delivery has recorded its end.
-	if audit := readFile(t, g.cfg.StateDir, AuditFile); !strings.Contains(audit, `"event":"notify_failed"`) || !strings.Contains(audit, "the gateway stopped") {
-		t.Fatalf("the stopped delivery is not in the audit log:\n%s", audit)
-	}
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
 }

@@ -294,30 +294,7 @@ func (s Search) Covered(p *Pattern, by []*Pattern) (covered bool, witness string
 // Example returns a shortest readable name matched by p, or ok=false when p
 // is Empty. A shortest name has one rune per non-star element; each is chosen
 // as Witness would choose it for p alone.
-func Example(p *Pattern) (name string, ok bool) {
-	if p.empty {
-		return "", false
-	}
-	var lits []rune
-	for _, e := range p.elems {
-		if e.kind == kindLit {
-			lits = append(lits, e.r)
-		}
-	}
-	slices.SortFunc(lits, compareRunes)
-	var b strings.Builder
-	for _, e := range p.elems {
-		switch e.kind {
-		case kindLit:
-			b.WriteRune(e.r)
-		case kindAny:
-			b.WriteRune(bestRune(universe, lits))
-		case kindClass:
-			b.WriteRune(bestRune(e.ranges, lits))
-		}
-	}
-	return b.String(), true
-}
+func Example(p *Pattern) (name string, ok bool) { return spellOne(p, false) }
 
 // Filled returns a name matched by p as a person would write one, or
 // ok=false when p is Empty: p's text, with each ? and class as Example
@@ -325,7 +302,11 @@ func Example(p *Pattern) (name string, ok bool) {
 // so that file:///srv/*/.env gives file:///srv/a/.env, not a name with an
 // empty path segment. Findings that quote a name try it before the
 // shortest one a search finds.
-func Filled(p *Pattern) (name string, ok bool) {
+func Filled(p *Pattern) (name string, ok bool) { return spellOne(p, true) }
+
+// spellOne spells one name p matches, a star as one letter when fillStars
+// is set and as nothing otherwise.
+func spellOne(p *Pattern, fillStars bool) (string, bool) {
 	if p.empty {
 		return "", false
 	}
@@ -346,7 +327,9 @@ func Filled(p *Pattern) (name string, ok bool) {
 		case kindClass:
 			b.WriteRune(bestRune(e.ranges, lits))
 		case kindStar:
-			b.WriteRune(bestRune(universe, nil))
+			if fillStars {
+				b.WriteRune(bestRune(universe, nil))
+			}
 		}
 	}
 	return b.String(), true

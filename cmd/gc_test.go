@@ -6,8 +6,6 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
-
-	"github.com/policyc/policyc/runtime/gateway"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -16,18 +14,18 @@ func TestGCPercentFor(t *testing.T) {
 		base, floor uint64
 		want        int
 	}{
-		{0, heapFloor, 1600},                  // before the first collection: the floor
-		{1 * mib, heapFloor, 1600},            // the runtime's minimum heap makes up the rest
-		{4 * mib, heapFloor, 1600},            // 4 MiB live + 64 MiB
-		{5 * mib, heapFloor, 1280},            // 5 MiB live + 64 MiB
-		{8 * mib, heapFloor, 800},             // 8 + 64
-		{16 * mib, heapFloor, 400},            // 16 + 64 = 5 × 16
-		{100 * mib, heapFloor, 400},           // beyond: GCPercent
-		{3 * mib, 0, gateway.GCPercent},       // no floor
-		{3 * mib, 8 * mib, gateway.GCPercent}, // a floor below 4 MiB × 4
-		{1, 1 << 50, 1 << 20},                 // a target the runtime can hold
-		{1, 1 << 57, 1 << 20},                 // no overflow on the way
-		{1 << 50, 1 << 57, 12800},             // 128 × 100
+		{0, heapFloor, 1600},          // before the first collection: the floor
+		{1 * mib, heapFloor, 1600},    // the runtime's minimum heap makes up the rest
+		{4 * mib, heapFloor, 1600},    // 4 MiB live + 64 MiB
+		{5 * mib, heapFloor, 1280},    // 5 MiB live + 64 MiB
+		{8 * mib, heapFloor, 800},     // 8 + 64
+		{16 * mib, heapFloor, 400},    // 16 + 64 = 5 × 16
+		{100 * mib, heapFloor, 400},   // beyond: GCPercent
+		{3 * mib, 0, gcPercent},       // no floor
+		{3 * mib, 8 * mib, gcPercent}, // a floor below 4 MiB × 4
+		{1, 1 << 50, 1 << 20},         // a target the runtime can hold
+		{1, 1 << 57, 1 << 20},         // no overflow on the way
+		{1 << 50, 1 << 57, 12800},     // 128 × 100
 	} {
 		if got := gcPercentFor(c.base, c.floor); got != c.want {
 			t.Errorf("gcPercentFor(%d bytes, floor %d) = %d, want %d", c.base, c.floor, got, c.want)
@@ -54,8 +52,8 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	defer debug.SetGCPercent(old)
 	g := newGCTuner(heapFloor)
 	g.adjust()
-	if got := gogc(); got <= gateway.GCPercent {
-		t.Errorf("with a live heap under 16 MiB, the target is %d, want above %d", got, gateway.GCPercent)
+	if got := gogc(); got <= gcPercent {
+		t.Errorf("with a live heap under 16 MiB, the target is %d, want above %d", got, gcPercent)
 	}
 	live := make([][]byte, 48)
 	for i := range live {
@@ -63,16 +61,16 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	}
 	runtime.GC()
 	g.adjust()
-	if got := gogc(); got != gateway.GCPercent {
-		t.Errorf("with 48 MiB live, the target is %d, want %d", got, gateway.GCPercent)
+	if got := gogc(); got != gcPercent {
+		t.Errorf("with 48 MiB live, the target is %d, want %d", got, gcPercent)
 	}
 	runtime.KeepAlive(live)
 	live = nil
 	runtime.GC()
 	runtime.GC()
 	g.adjust()
-	if got := gogc(); got <= gateway.GCPercent {
-		t.Errorf("once the heap is released, the target is %d, want above %d", got, gateway.GCPercent)
+	if got := gogc(); got <= gcPercent {
+		t.Errorf("once the heap is released, the target is %d, want above %d", got, gcPercent)
 	}
 }
 
@@ -82,8 +80,8 @@ func TestTuneGCStopRestores(t *testing.T) {
 	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
 	stop := tuneGC(heapFloor, time.Hour)
-	if got := gogc(); got < gateway.GCPercent {
-		t.Errorf("while tuning, the target is %d, want at least %d", got, gateway.GCPercent)
+	if got := gogc(); got < gcPercent {
+		t.Errorf("while tuning, the target is %d, want at least %d", got, gcPercent)
 	}
 	stop()
 	stop() // a second stop does nothing

@@ -15,6 +15,7 @@ package procexit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -36,8 +37,8 @@ type Transport struct {
 
 	mu    sync.Mutex
 	state *os.ProcessState
-	// badOutput is the first error reading the process's output met that
-	// was not the connection ending: output that is not JSON-RPC.
+	// badOutput is the first error decoding the process's output: output
+	// that is not JSON-RPC.
 	badOutput error
 	// proc is the started process, until the connection's Close has
 	// waited for it and stopped its group; nil before and after.
@@ -95,12 +96,12 @@ type conn struct {
 	stopped sync.Once // the group is stopped once: its id may be reused after
 }
 
-// Read notes an error that is not the connection ending (BadOutput): the
-// SDK may report the session's end rather than this error, depending on
-// which it meets first.
+// Read notes an error decoding the process's output (BadOutput): the SDK
+// may report the session's end rather than this error, depending on which
+// it meets first.
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if err != nil && !ConnectionEnded(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	if err != nil && notJSONRPC(err) {
 		c.t.mu.Lock()
 		if c.t.badOutput == nil {
 			c.t.badOutput = err
@@ -110,9 +111,8 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
-// BadOutput returns the first error reading the process's output met
-// that was not the connection ending (output that is not JSON-RPC), or
-// nil. A nil Transport has none.
+// BadOutput returns the first error decoding the process's output (it
+// wrote something that is not JSON-RPC), or nil. A nil Transport has none.
 func (t *Transport) BadOutput() error {
 	if t == nil {
 		return nil
@@ -183,4 +183,14 @@ func NotStarted(err error) bool {
 func ConnectionEnded(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, mcp.ErrConnectionClosed)
+}
+
+// notJSONRPC reports whether err, from reading a connection, means the
+// other end wrote something that is not JSON-RPC: bytes that are not JSON,
+// or JSON that is not a JSON-RPC message (the MCP Go SDK v1.8.0 says
+// "invalid message version tag"). A pipe closing as the process exits is
+// not this, whatever error it surfaces as.
+func notJSONRPC(err error) bool {
+	var syntax *json.SyntaxError
+	return errors.As(err, &syntax) || strings.Contains(err.Error(), "invalid message version tag")
 }

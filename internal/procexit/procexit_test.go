@@ -115,3 +115,30 @@ func TestNotStarted(t *testing.T) {
 		t.Error("a write to a program that exited was taken for one that could not start")
 	}
 }
+
+// BadOutput is output that is not JSON-RPC, and only that: a server that
+// exits, however its pipe's closing surfaces, wrote nothing wrong.
+func TestBadOutput(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		bad    bool
+	}{
+		{"echo 'this is not JSON-RPC'; exec sleep 30", true},
+		{`echo '{"jsonrpc":"1.0","id":1,"result":{}}'; exec sleep 30`, true},
+		{"echo 'no API token set' >&2; exit 1", false},
+		{"exit 0", false},
+	} {
+		tr := New(exec.Command("sh", "-c", tc.script), 100*time.Millisecond)
+		c, err := tr.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(context.Background()); err == nil {
+			t.Errorf("%s: read a message", tc.script)
+		}
+		if got := tr.BadOutput() != nil; got != tc.bad {
+			t.Errorf("%s: BadOutput() = %v, want set: %v", tc.script, tr.BadOutput(), tc.bad)
+		}
+		c.Close()
+	}
+}

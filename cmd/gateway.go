@@ -114,7 +114,7 @@ type gatewayOptions struct {
 
 func runGateway(c *cobra.Command, o gatewayOptions) error {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gateway.GCPercent)
+		debug.SetGCPercent(gcPercent)
 	}
 	stderr := gateway.NewSyncWriter(c.ErrOrStderr())
 	s, dir, err := readGatewayConfig(o, config.ForGateway, stderr)

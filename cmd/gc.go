@@ -28,7 +28,7 @@ const gcPercent = 400
 const heapFloor = 64 << 20
 
 // gcPercentFor is the collection target that lets about max(floor, base ×
-// GCPercent/100) bytes of garbage accumulate, where base is what the
+// gcPercent/100) bytes of garbage accumulate, where base is what the
 // runtime applies the target to: the live heap, goroutine stacks and
 // globals. The runtime never collects below a minimum heap of 4 MiB ×
 // target/100, so the target stays at most floor/4 MiB × 100: above that,

@@ -20,7 +20,7 @@ func TestGCPercentFor(t *testing.T) {
 		{5 * mib, heapFloor, 1280},    // 5 MiB live + 64 MiB
 		{8 * mib, heapFloor, 800},     // 8 + 64
 		{16 * mib, heapFloor, 400},    // 16 + 64 = 5 × 16
-		{100 * mib, heapFloor, 400},   // beyond: GCPercent
+		{100 * mib, heapFloor, 400},   // beyond: gcPercent
 		{3 * mib, 0, gcPercent},       // no floor
 		{3 * mib, 8 * mib, gcPercent}, // a floor below 4 MiB × 4
 		{1, 1 << 50, 1 << 20},         // a target the runtime can hold
@@ -39,7 +39,7 @@ func gogc() int {
 	return int(s[0].Value.Uint64())
 }
 
-// The tuner follows the live heap: the target falls to GCPercent while a
+// The tuner follows the live heap: the target falls to gcPercent while a
 // large live heap is kept and rises again when it is released. Each step
 // is one adjustment after a collection, with no clock involved.
 func TestGCTunerFollowsLiveHeap(t *testing.T) {

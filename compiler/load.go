@@ -193,9 +193,6 @@ func (c *compilation) cueErrors(err error, code string) {
 	c.cueErrorList(cueerrors.Errors(err), code)
 }
 
-// errorMsg is the message of a CUE error.
-func errorMsg(e cueerrors.Error) string { return messageOf(e).String() }
-
 // errorPath is the key path of a CUE error, without the schema definition
 // it starts with when the error is about the sources checked against it.
 func errorPath(e cueerrors.Error) []string {

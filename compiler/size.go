@@ -39,8 +39,7 @@ func evaluationCost(files []*ast.File) (cost int64, largest sizedValue) {
 	keys := map[string]map[string]bool{}
 	var lists []*sizedValue
 	var walkExpr func(e ast.Expr, path string)
-	var walkDecls func(decls []ast.Decl, path string, at Position)
-	walkDecls = func(decls []ast.Decl, path string, at Position) {
+	walkDecls := func(decls []ast.Decl, path string, at Position) {
 		for _, d := range decls {
 			switch d := d.(type) {
 			case *ast.Field:

@@ -120,13 +120,6 @@ type Upstream struct {
 	Dial func(ctx context.Context) (mcp.Transport, error)
 }
 
-// GCPercent is the gateway command's garbage collection target, which
-// now lives with the command (gcPercent in cmd/gc.go).
-//
-// Deprecated: kept only until cmd/gateway.go reads the command's own
-// constant; it goes then.
-const GCPercent = 400
-
 // ErrCannotEnforce is the refusal of a table Config.Check rejects.
 var ErrCannotEnforce = errors.New("the table cannot be enforced as configured")
 

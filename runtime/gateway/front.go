@@ -718,46 +718,61 @@ const idPrefixBytes = 64 << 10
 
 // prefixID returns the id of the message whose line starts with prefix,
 // the rest of it unread, as requestID would: the value of the top-level
-// object's "id" member (matched exactly) when the members before it, and
-// it, are whole within prefix and it is a valid id. It is nil otherwise;
-// a later "id" member, which would count instead, cannot be seen. The scan
-// is bounded by the prefix.
+// object's last "id" member within prefix (matched exactly) when the
+// members before it, and it, are whole within prefix and it is a valid
+// id. It is nil otherwise; a later "id" member, which would count
+// instead, cannot be seen. The scan is bounded by the prefix.
 func prefixID(prefix []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(prefix))
 	dec.UseNumber() // a number as written, for integerIDError
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil
 	}
+	var id json.RawMessage
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return nil
+			break
 		}
 		if key == "id" {
-			var raw json.RawMessage
-			if dec.Decode(&raw) != nil {
+			// Of repeated members the last counts, as in rawID; one cut
+			// by the prefix's end leaves the id unknown.
+			if dec.Decode(&id) != nil {
 				return nil
 			}
-			return answerableID(raw)
+			// A value that reaches the prefix's end may go on past it
+			// (the number 12 of 1234): it is whole only when a byte
+			// follows it.
+			if dec.InputOffset() >= int64(len(prefix)) {
+				return nil
+			}
+			continue
 		}
-		// Skip the member's value, however deep.
-		for depth := 0; ; {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
-			if depth == 0 {
-				break
-			}
+		if !skipValue(dec) {
+			break
 		}
 	}
-	return nil
+	return answerableID(id)
+}
+
+// skipValue reads past the next value of dec, however deep; false when
+// the input ends or is not JSON before the value does.
+func skipValue(dec *json.Decoder) bool {
+	for depth := 0; ; {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return true
+		}
+	}
 }
 
 // answerableID is the id written as id when it is one an answer carries

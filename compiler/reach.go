@@ -167,6 +167,16 @@ type rrule struct {
 
 func (r *rrule) pat() *glob.Pattern { return r.entry.Glob }
 
+// readPattern sets what the block's index reads of the rule's pattern: its
+// literal, if it is one, and its literal prefix and suffix.
+func (r *rrule) readPattern() {
+	// A literal with U+FFFD also matches names with invalid UTF-8 (see
+	// package glob): it is searched like a glob.
+	r.lit, r.isLit = r.entry.Glob.Literal()
+	r.isLit = r.isLit && !strings.ContainsRune(r.lit, utf8.RuneError)
+	r.prefix, r.suffix = affixes(r.entry.Pattern)
+}
+
 func (r *rrule) match(name string) bool {
 	if r.isLit {
 		return r.lit == name
@@ -548,11 +558,7 @@ func blockRules(acc *Access) []*rrule {
 				continue
 			}
 			r := &rrule{entry: e, list: l, pos: len(out), eff: effectOf(listEffect(l.Key)), path: fmt.Sprintf("%s[%d]", l.Path, e.Index)}
-			// A literal with U+FFFD also matches names with invalid UTF-8
-			// (see package glob): it is searched like a glob.
-			r.lit, r.isLit = e.Glob.Literal()
-			r.isLit = r.isLit && !strings.ContainsRune(r.lit, utf8.RuneError)
-			r.prefix, r.suffix = affixes(e.Pattern)
+			r.readPattern()
 			out = append(out, r)
 		}
 	}

@@ -3,9 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/glob"
 )
@@ -28,8 +26,7 @@ func TestBlockFirstIndexed(t *testing.T) {
 			}
 			e := &Entry{Pattern: src, Glob: glob.MustParse(src)}
 			r := &rrule{entry: e, pos: i}
-			r.lit, r.isLit = e.Glob.Literal()
-			r.isLit = r.isLit && !strings.ContainsRune(r.lit, utf8.RuneError)
+			r.readPattern()
 			rules = append(rules, r)
 		}
 		b := &rblock{}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/glob"
 )
@@ -52,9 +51,7 @@ func TestBlockIndexMatchesScan(t *testing.T) {
 				t.Fatal(err)
 			}
 			rr := &rrule{entry: &Entry{Pattern: src, Glob: g}, pos: i}
-			rr.lit, rr.isLit = g.Literal()
-			rr.isLit = rr.isLit && !strings.ContainsRune(rr.lit, utf8.RuneError)
-			rr.prefix, rr.suffix = affixes(src)
+			rr.readPattern()
 			rules = append(rules, rr)
 		}
 		b := &rblock{}

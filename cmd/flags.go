@@ -67,7 +67,8 @@ const deprecatedAnnotation = "policyc-deprecated"
 // hidden from help and, when used, a note on standard error names the new
 // spelling (noteDeprecated). pflag's MarkDeprecated is not used: cobra
 // prints its note on the command's standard output, where it would end up
-// in JSON output or in KEYID=$(policyc keygen ...).
+// in JSON output or in KEYID=$(policyc keygen ...) (cobra v1.10.2;
+// TestCobraPrintsDeprecationsOnStdout fails when that changes).
 func deprecate(fs *pflag.FlagSet, old, use string) {
 	if err := fs.MarkHidden(old); err != nil {
 		panic(err) // a flag that does not exist: a bug here

@@ -83,7 +83,7 @@ func malformed(format string, args ...any) error {
 // (ErrTooLarge, ErrTooManySignatures) before any signature is decoded past
 // the limit.
 func Parse(b []byte) (*Envelope, error) {
-	if len(b) > MaxSize {
+	if int64(len(b)) > maxSize {
 		return nil, tooLarge("the envelope", int64(len(b)))
 	}
 	if err := jsonerr.CheckStart(b); err != nil {

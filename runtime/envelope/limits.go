@@ -21,6 +21,10 @@ const (
 	MaxSignatures = 8
 )
 
+// maxSize is MaxSize, but for tests, which lower it to keep their inputs
+// small.
+var maxSize int64 = MaxSize
+
 // ErrTooLarge is wrapped by the error for an envelope over MaxSize.
 var ErrTooLarge = fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxSize)
 
@@ -29,17 +33,17 @@ var ErrTooLarge = fmt.Errorf("%w: larger than %d bytes", ErrMalformed, MaxSize)
 var ErrTooManySignatures = fmt.Errorf("%w: more than %d signatures", ErrMalformed, MaxSignatures)
 
 func tooLarge(what string, size int64) error {
-	return fmt.Errorf("%w: %s is %d bytes; a policyc envelope is at most %d bytes (MaxSize): this is not a table a policyc compiler signed", ErrTooLarge, what, size, MaxSize)
+	return fmt.Errorf("%w: %s is %d bytes; a policyc envelope is at most %d bytes (MaxSize): this is not a table a policyc compiler signed", ErrTooLarge, what, size, maxSize)
 }
 
 // Read reads an envelope from r, refusing one over MaxSize without reading
 // more than MaxSize+1 bytes of it.
 func Read(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+	b, err := io.ReadAll(io.LimitReader(r, maxSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxSize {
+	if int64(len(b)) > maxSize {
 		return nil, tooLarge("the input", int64(len(b)))
 	}
 	return b, nil
@@ -54,7 +58,7 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxSize {
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > maxSize {
 		return nil, tooLarge(path, st.Size())
 	}
 	b, err := Read(f)
@@ -71,8 +75,8 @@ func (e *Envelope) CheckLimits() error {
 	if len(e.Signatures) > MaxSignatures {
 		return fmt.Errorf("%w: the envelope would carry %d signatures; a policyc envelope carries at most %d (MaxSignatures): sign with fewer keys at once", ErrTooManySignatures, len(e.Signatures), MaxSignatures)
 	}
-	if n := len(e.Marshal()); n > MaxSize {
-		return fmt.Errorf("%w: the signed envelope would be %d bytes; a policyc envelope is at most %d bytes (MaxSize), so no gateway would load it: split the policy's servers over several gateways", ErrTooLarge, n, MaxSize)
+	if n := len(e.Marshal()); int64(n) > maxSize {
+		return fmt.Errorf("%w: the signed envelope would be %d bytes; a policyc envelope is at most %d bytes (MaxSize), so no gateway would load it: split the policy's servers over several gateways", ErrTooLarge, n, maxSize)
 	}
 	return nil
 }

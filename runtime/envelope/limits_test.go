@@ -47,15 +47,26 @@ func TestParseSignatureLimit(t *testing.T) {
 	}
 }
 
+// smallLimit lowers the size limit to 1 KiB for one test, so that inputs
+// past it stay small; the checks read the limit, whatever it is.
+func smallLimit(t *testing.T) {
+	maxSize = 1 << 10
+	t.Cleanup(func() { maxSize = MaxSize })
+}
+
 func TestParseSizeLimit(t *testing.T) {
-	b := make([]byte, MaxSize+1)
+	smallLimit(t)
+	b := make([]byte, maxSize+1)
 	_, err := Parse(b)
 	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrMalformed) {
 		t.Fatalf("Parse of %d bytes: %v, want ErrTooLarge wrapping ErrMalformed", len(b), err)
 	}
-	big := &Envelope{PayloadType: "t", Payload: make([]byte, MaxSize)}
+	big := &Envelope{PayloadType: "t", Payload: make([]byte, maxSize)}
 	if err := big.CheckLimits(); !errors.Is(err, ErrTooLarge) {
-		t.Errorf("CheckLimits on a %d-byte payload: %v, want ErrTooLarge", MaxSize, err)
+		t.Errorf("CheckLimits on a %d-byte payload: %v, want ErrTooLarge", maxSize, err)
+	}
+	if err := (&Envelope{PayloadType: "t", Payload: make([]byte, maxSize/2)}).CheckLimits(); err != nil {
+		t.Errorf("CheckLimits on a %d-byte payload: %v", maxSize/2, err)
 	}
 }
 
@@ -68,17 +79,18 @@ func (r *endless) Read(p []byte) (int, error) {
 }
 
 func TestReadStopsAtTheLimit(t *testing.T) {
+	smallLimit(t)
 	r := &endless{}
 	_, err := Read(r)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Read of an endless input: %v, want ErrTooLarge", err)
 	}
-	if r.n > MaxSize+1+bytes.MinRead*2 {
-		t.Errorf("Read took %d bytes of an endless input, want about %d", r.n, MaxSize+1)
+	if r.n > maxSize+1+bytes.MinRead*2 {
+		t.Errorf("Read took %d bytes of an endless input, want about %d", r.n, maxSize+1)
 	}
-	b, err := Read(io.LimitReader(r, MaxSize))
-	if err != nil || len(b) != MaxSize {
-		t.Errorf("Read of exactly MaxSize bytes: %d bytes, %v", len(b), err)
+	b, err := Read(io.LimitReader(r, maxSize))
+	if err != nil || int64(len(b)) != maxSize {
+		t.Errorf("Read of exactly the limit: %d bytes, %v", len(b), err)
 	}
 }
 

@@ -9,8 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ApprovalGate decides tool calls the table holds for approval ("approve").
@@ -223,21 +228,58 @@ func Fingerprint(canonical []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// heldCalls ends the holds of an HTTP session that its client deletes.
-// The SDK closes a deleted session only once its calls are answered, and
-// a held call waits for a human: without this, the client's DELETE would
-// wait as long as the hold, for an answer nobody will read.
+// heldCalls ends the holds of an HTTP session's calls that no one can
+// receive the answer to any more: the client deleted the session, or the
+// POST that carried the call ended before its answer (the client went
+// away; the gateway keeps no events to resume a stream with). The SDK
+// closes a session only once its calls are answered, and a held call waits
+// for a human: without this, a DELETE would wait as long as the hold, and
+// an abandoned session would stay open as long.
 type heldCalls struct {
 	mu    sync.Mutex
 	holds map[string]map[*heldCall]bool // session id → its holds
 	// ended are the sessions being deleted, with their principal: a call
 	// taken before the DELETE that reaches its hold after is ended at once.
 	ended map[string]string
+	// posts holds the context of each session POST being served, by the
+	// key the front gives it in the postHeader header.
+	posts sync.Map
+	seq   atomic.Uint64
 }
 
 type heldCall struct {
 	principal string
 	end       context.CancelFunc
+}
+
+// postHeader is the request header in which the HTTP front tells a call's
+// handler which POST carried it. The front sets it on every POST,
+// replacing any value a client sent.
+const postHeader = "Policyc-Gateway-Post"
+
+// servingPost records that POST request r of a session is being served
+// until the returned func is called, and names it in its postHeader.
+func (h *heldCalls) servingPost(r *http.Request) (done func()) {
+	key := strconv.FormatUint(h.seq.Add(1), 10)
+	r.Header.Set(postHeader, key)
+	h.posts.Store(key, r.Context())
+	return func() { h.posts.Delete(key) }
+}
+
+// watchPost calls gone once the POST that carried request r ends before
+// stop is called, or at once when it has already ended; a request that no
+// session POST carried is not watched.
+func (h *heldCalls) watchPost(r *mcp.CallToolRequest, gone func()) (stop func()) {
+	if r.Extra == nil || r.Extra.Header == nil || r.Extra.Header.Get(postHeader) == "" {
+		return func() {}
+	}
+	ctx, ok := h.posts.Load(r.Extra.Header.Get(postHeader))
+	if !ok {
+		gone()
+		return func() {}
+	}
+	unwatch := context.AfterFunc(ctx.(context.Context), gone)
+	return func() { unwatch() }
 }
 
 // add records a hold of session for principal, ended by end; the returned

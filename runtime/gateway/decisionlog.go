@@ -53,7 +53,7 @@ type Record struct {
 	Decision decide.Decision
 	// Verdict is set for OpApproval: "approved", "denied", "timeout",
 	// "cancelled" (the call ended, undecided, before its hold did),
-	// "ended" (the client ended its session while the call was held),
+	// "ended" (the call's session ended while it was held: deleted, or closed idle),
 	// "duplicate" (folded into an approval once another call used),
 	// "not_run" (approved, but the approval could not be used) or "error".
 	Verdict string

@@ -853,9 +853,8 @@ func TestHTTPFrontBadInput(t *testing.T) {
 
 // TestHTTPFrontProtocolVersions: an MCP-Protocol-Version the SDK does not
 // know is refused in the SDK's words however it sorts, and is neither
-// echoed nor logged; the sessionless protocol is answered -32022 with the
-// versions served, and the SDK's advice to make the server stateless is
-// not logged.
+// echoed nor logged; a later version asked for in _meta alone is refused
+// by the SDK's stateless handler.
 func TestHTTPFrontProtocolVersions(t *testing.T) {
 	oplog := &syncBuffer{}
 	tg := startGateway(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(oplog, nil)) })
@@ -875,13 +874,12 @@ func TestHTTPFrontProtocolVersions(t *testing.T) {
 			}
 		}
 	}
-	// The sessionless protocol is not served over HTTP: the SDK answers
-	// with the versions that are.
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	resp, out = do(http.MethodPost, "alice-token", "", newVersion, `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{`+meta+`}}`)
-	want := `{"jsonrpc":"2.0","id":9,"error":{"code":-32022,"message":"protocol version \"2026-07-28\" is not supported by this server","data":{"supported":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2026-07-28"}}}`
-	if resp.StatusCode != http.StatusBadRequest || out != want {
-		t.Errorf("a 2026-07-28 request was answered %s %s; want 400 with %s", resp.Status, out, want)
+	// A request of the sessionless protocol goes to the SDK's stateless
+	// handler, which says what is wrong with it, and opens no session.
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2030-01-01","io.modelcontextprotocol/clientCapabilities":{}}`
+	resp, out = do(http.MethodPost, "alice-token", "", "", `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{`+meta+`}}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(out, `"code":-32020`) || resp.Header.Get(sessionIDHeader) != "" {
+		t.Errorf("a request for 2030-01-01 in _meta alone was answered %s %s; want the SDK's -32020, and no session", resp.Status, out)
 	}
 	if log := oplog.String(); strings.Contains(log, "Stateless") || strings.Contains(log, "9999") || strings.Contains(log, "zzz") {
 		t.Errorf("the log holds what a client sent or the SDK's advice:\n%.2000s", log)
@@ -909,24 +907,5 @@ func TestHTTPDenialLooksLikeAbsence(t *testing.T) {
 		if denied != missing || !strings.Contains(denied, `"code":-32602`) {
 			t.Errorf("arguments %q: denied %s, missing %s; want the same -32602", args, denied, missing)
 		}
-	}
-}
-
-// TestHTTPSessionlessFallsBack: a client that asks the HTTP front for the
-// sessionless protocol falls back to a handshake and is served.
-func TestHTTPSessionlessFallsBack(t *testing.T) {
-	tg := startGateway(t, nil)
-	srv := aliceFront(t, tg)
-	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token", http.DefaultTransport}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new-client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: newVersion})
-	if err != nil {
-		t.Fatalf("connect asking for %s: %v", newVersion, err)
-	}
-	defer cs.Close()
-	if v := cs.InitializeResult().ProtocolVersion; v != legacyVersion {
-		t.Errorf("negotiated %s, want %s", v, legacyVersion)
-	}
-	if names := toolNames(t, cs); !slices.Contains(names, "github__echo") {
-		t.Errorf("tools: %v", names)
 	}
 }

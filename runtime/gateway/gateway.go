@@ -161,9 +161,6 @@ type Gateway struct {
 	progress sync.Map // gateway progress token (string) → progressTarget
 
 	held heldCalls // the holds of each HTTP session, to end when it does
-	fast fastCalls // the tools/call the HTTP front answers itself, in flight
-	// fastAnswered counts the tools/call the HTTP front answered itself.
-	fastAnswered atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,17 +45,20 @@ func (g *Gateway) middleware(principal string) mcp.Middleware {
 			case *mcp.ListToolsRequest:
 				return g.listTools(principal, r)
 			case *mcp.CallToolRequest:
-				return g.callTool(ctx, principal, r)
+				res, err := g.callTool(ctx, principal, r)
+				return completed(r.Session, &completeCall, res, err)
 			case *mcp.ListPromptsRequest:
 				return g.listPrompts(principal, r)
 			case *mcp.GetPromptRequest:
-				return g.getPrompt(ctx, principal, r)
+				res, err := g.getPrompt(ctx, principal, r)
+				return completed(r.Session, &completePrompt, res, err)
 			case *mcp.ListResourcesRequest:
 				return g.listResources(principal, r)
 			case *mcp.ListResourceTemplatesRequest:
 				return g.listTemplates(principal, r)
 			case *mcp.ReadResourceRequest:
-				return g.readResource(ctx, principal, r)
+				res, err := g.readResource(ctx, principal, r)
+				return completed(r.Session, &completeRead, res, err)
 			case *mcp.CompleteRequest, *mcp.SubscribeRequest, *mcp.UnsubscribeRequest:
 				// Not offered: completions and subscriptions name prompts
 				// and resources, and would need enforcement of their own.
@@ -63,6 +67,50 @@ func (g *Gateway) middleware(principal string) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// completed is res, the gateway's answer in session ss, marked complete
+// (resultType) when ss speaks 2026-07-28 or later, as every result of
+// those versions is. The MCP Go SDK v1.8.0 marks the results of
+// tools/call, prompts/get and resources/read only in its own handlers of
+// them, which the gateway's middleware answers before, and keeps the mark
+// in an unexported field that only its JSON decoder sets
+// (TestSDKMarksOnlyItsOwnResultsComplete fails when that changes): so the
+// answer is copied onto a result decoded once with the mark (tmpl).
+func completed[T any, PT interface {
+	*T
+	mcp.Result
+}](ss *mcp.ServerSession, tmpl *T, res mcp.Result, err error) (mcp.Result, error) {
+	r, ok := res.(PT)
+	if err != nil || !ok || r == nil {
+		return res, err
+	}
+	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ProtocolVersion < firstSessionless {
+		return res, nil
+	}
+	out := *tmpl
+	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(r).Elem()
+	for i := range dst.NumField() {
+		if dst.Type().Field(i).IsExported() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	return PT(&out), nil
+}
+
+// Results decoded with resultType "complete", for completed.
+var (
+	completeCall   = decodeComplete[mcp.CallToolResult](`{"content":[],"resultType":"complete"}`)
+	completePrompt = decodeComplete[mcp.GetPromptResult](`{"messages":[],"resultType":"complete"}`)
+	completeRead   = decodeComplete[mcp.ReadResourceResult](`{"contents":[],"resultType":"complete"}`)
+)
+
+func decodeComplete[T any](s string) T {
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // absent is the answer for a tool, prompt or resource that does not exist,
@@ -76,7 +124,29 @@ func absent(method, name string) error {
 	case methodGetPrompt:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 	}
-	return mcp.ResourceNotFoundError(name)
+	return resourceNotFound(name)
+}
+
+// resourceNotFound is the SDK's error for a resource a server does not
+// have (mcp.ResourceNotFoundError: its code, message and data), with its
+// data encoded as JSON. The MCP Go SDK v1.8.0 writes the URI with Go's %q,
+// which is not JSON for a control character, DEL or a rune it cannot
+// print: the answer to such a URI broke the connection
+// (TestSDKResourceNotFoundErrorIsNotJSON fails when that changes, and the
+// SDK's function can be used again). As with %q, '<', '>' and '&' are
+// written as they are.
+func resourceNotFound(uri string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		URI string `json:"uri"`
+	}{uri})
+	return &jsonrpc.Error{
+		Code:    mcp.CodeResourceNotFound,
+		Message: "Resource not found",
+		Data:    json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))),
+	}
 }
 
 // upstreamAnswer returns the JSON-RPC error an upstream answered a call
@@ -507,24 +577,25 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		err = errors.New("no approval gate is configured")
 	} else {
 		hctx, cancel := context.WithTimeout(ctx, timeout)
-		var sessionEnded atomic.Bool
+		var sessionEnded, clientGone atomic.Bool
 		if req.Session != "" {
 			remove := g.held.add(req.Session, principal, func() { sessionEnded.Store(true); cancel() })
 			defer remove()
 		}
+		defer g.held.watchPost(r, func() { clientGone.Store(true); cancel() })()
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
 		case sessionEnded.Load():
-			// The client deleted its session: whatever the gate made of
+			// The session ended (deleted, or closed idle): whatever the gate made of
 			// the cancelled hold, that is what happened.
-			verdict, err = "ended", errors.New("the client ended its session while the call was held")
+			verdict, err = "ended", errors.New("the session ended while the call was held (the client deleted it, or it was closed idle)")
 		case err == nil && v.Approved:
 			if rerr := recheck(); rerr != nil {
 				verdict, v.Reason = "not_run", rerr.Error()
 			} else {
 				verdict = "approved"
 			}
-		case ctx.Err() != nil && (err == nil && v.Outcome == OutcomeTimedOut && v.Reason == "" || errors.Is(err, context.Canceled)):
+		case clientGone.Load() || ctx.Err() != nil && (err == nil && v.Outcome == OutcomeTimedOut && v.Reason == "" || errors.Is(err, context.Canceled)):
 			// The call ended before its hold did, no one having decided:
 			// the client cancelled it (notifications/cancelled, as a
 			// client does when its own request timeout passes) or went

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -96,4 +99,92 @@ func TestResourceSpellings(t *testing.T) {
 	if !logged {
 		t.Error("the read of file:///srv/projects/app/%2Eenv is not logged as a deny for uri not in normal form, with the deny rule's origin")
 	}
+}
+
+// controlURIs are resource URIs with every control character and DEL,
+// and with runes beyond U+FFFF that Go's %q would not print, each in a
+// denied spelling and an absent one.
+func controlURIs() []string {
+	var uris []string
+	add := func(r rune) {
+		uris = append(uris, "file:///srv/projects/a"+string(r)+"/.env", "repo://nowhere/"+string(r))
+	}
+	for r := rune(0); r < 0x20; r++ {
+		add(r)
+	}
+	add(0x7f)
+	for _, r := range []rune{0x1d173, 0xe0001, 0xe007f, 0xf0000, 0x10fffd, 0x10ffff} {
+		add(r)
+	}
+	return uris
+}
+
+// checkNotFound checks that answer, the JSON of a response to id, is the
+// resource-not-found error for uri, its data readable JSON naming uri.
+func checkNotFound(t *testing.T, answer []byte, id int, uri string) {
+	t.Helper()
+	var resp struct {
+		ID    int
+		Error *struct {
+			Code    int64
+			Message string
+			Data    struct{ URI string }
+		}
+	}
+	if err := json.Unmarshal(answer, &resp); err != nil {
+		t.Errorf("%q: the answer is not JSON (%v): %q", uri, err, answer)
+		return
+	}
+	if resp.ID != id || resp.Error == nil || resp.Error.Code != mcp.CodeResourceNotFound || resp.Error.Data.URI != uri {
+		t.Errorf("%q: answered %s; want the not-found error naming it", uri, answer)
+	}
+}
+
+// TestControlCharactersInResourceURIs: a resource URI with a control
+// character, DEL or a non-printable rune is answered as absent, in JSON,
+// over both fronts, and the session goes on (the SDK's
+// ResourceNotFoundError would have written an answer that is not JSON).
+func TestControlCharactersInResourceURIs(t *testing.T) {
+	tg := startGateway(t, nil)
+	uris := controlURIs()
+	params := func(uri string) string {
+		b, _ := json.Marshal(map[string]string{"uri": uri})
+		return string(b)
+	}
+	t.Run("stdio", func(t *testing.T) {
+		for _, version := range []string{legacyVersion, newVersion} {
+			c := rawSession(t, tg.Gateway, "alice", version)
+			for i, uri := range uris {
+				checkNotFound(t, c.call(i+1, "resources/read", params(uri)), i+1, uri)
+			}
+			if out := c.call(1000, "tools/list", "{}"); !bytes.Contains(out, []byte("github__echo")) {
+				t.Errorf("%s: after the reads, tools/list answered %.300s", version, out)
+			}
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		srv := aliceFront(t, tg)
+		do := rawHTTP(t, srv.URL)
+		session := rawHTTPSession(t, do, legacyVersion)
+		for i, uri := range uris {
+			resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, `{"jsonrpc":"2.0","id":`+strconvItoa(i+1)+`,"method":"resources/read","params":`+params(uri)+`}`)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%q: %s %s", uri, resp.Status, out)
+			}
+			checkNotFound(t, []byte(sseData(out)), i+1, uri)
+		}
+		if resp, out := do(http.MethodPost, "alice-token", session, legacyVersion, `{"jsonrpc":"2.0","id":1000,"method":"tools/list"}`); resp.StatusCode != http.StatusOK || !strings.Contains(out, "github__echo") {
+			t.Errorf("after the reads, tools/list answered %s %.300s", resp.Status, out)
+		}
+		// At 2026-07-28 the URI travels in the Mcp-Name header too, which
+		// cannot hold a control character or DEL (HTTP refuses them): only
+		// the runes beyond U+FFFF are sent.
+		for i, uri := range uris {
+			if strings.ContainsFunc(uri, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+				continue
+			}
+			_, out := sessionlessPost(t, srv.URL, "alice-token", i+1, "resources/read", uri, params(uri))
+			checkNotFound(t, []byte(sseData(out)), i+1, uri)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -167,4 +168,47 @@ func TestSDKDecodesEachValueWithAFreshBuffer(t *testing.T) {
 	if perMessage < 32<<10 {
 		t.Fatalf("the SDK changed: decoding a %d-byte message allocates %d bytes, less than one 32 KiB buffer; drop the note in docs/gateway.md and docs/performance.md", len(msg), perMessage)
 	}
+}
+
+// TestSDKDeleteWaitsForCallsInFlight: the SDK's streamable handler answers
+// a DELETE only once the session's calls have returned, and does not
+// cancel them: a call held for a human would hold the DELETE as long. The
+// workaround is httpFront.delete (http.go), which ends the session's holds
+// and waits for its POSTs to be answered before the SDK closes it. In a
+// synctest bubble, so "still waiting" is exact.
+func TestSDKDeleteWaitsForCallsInFlight(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		plain := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
+		plain.AddTool(&mcp.Tool{Name: "block", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Hour):
+			}
+			return &mcp.CallToolResult{}, nil
+		})
+		client := memHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return plain }, nil))
+		do := rawHTTPWith(t, client, memURL)
+		session := rawHTTPSession(t, do, legacyVersion)
+		go do(http.MethodPost, "", session, legacyVersion, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block"}}`)
+		synctest.Wait()
+		deleted := make(chan struct{})
+		go func() {
+			do(http.MethodDelete, "", session, legacyVersion, "")
+			close(deleted)
+		}()
+		synctest.Wait()
+		select {
+		case <-deleted:
+			t.Fatal("the SDK changed: it answers a DELETE before the session's calls return; httpFront.delete (runtime/gateway/http.go) may not need to end holds and wait")
+		default:
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		select {
+		case <-deleted:
+		default:
+			t.Fatal("the DELETE was not answered once the call returned")
+		}
+	})
 }

@@ -1,0 +1,216 @@
+// Package testcase runs a policy's test cases: decisions written down beside
+// the policy (in its tests/ directory, CUE of package tests, checked against
+// #Tests in schema/test.cue) and what each must be. Every case is decided
+// by the compiled table loaded into runtime/decide, the code the gateway
+// decides with; nothing here evaluates a rule itself. A run also counts, per
+// rule, the cases it decided (Coverage), and Snapshot writes the current
+// decision of every catalogued item as cases.
+//
+// Test files are not policy files: the policy's readers (compiler.ReadDir
+// and the git readers of internal/gitsrc) read the .cue files directly in
+// the policy directory, never a subdirectory, so the tests never enter the
+// table and a policy without tests compiles as it did.
+package testcase
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime/table"
+)
+
+// Dir is the directory of a policy's test files, relative to the policy
+// root.
+const Dir = "tests"
+
+// Package is the CUE package every test file declares.
+const Package = "tests"
+
+// Case is one test case: who asks for which item, and the decision it must
+// get.
+type Case struct {
+	// Group and Name are the case's keys: cases: GROUP: NAME: {...}.
+	Group, Name string
+	// Pos is where the case's name is written.
+	Pos compiler.Position
+	// Principal is who asks; "" with Groups empty is anyone in no group and
+	// with no scope of their own.
+	Principal string
+	// Groups, when set, are the groups the asker is a member of, exactly,
+	// with no scope of their own.
+	Groups []string
+	Server string
+	Kind   table.Kind
+	// Item is the tool or prompt name, or the resource URI.
+	Item   string
+	Expect table.Effect
+	// Rule is what must decide it, as written ("" when anything may).
+	Rule string
+
+	// at holds where each field of the case is written.
+	at map[string]compiler.Position
+	// ref is Rule, resolved against the table.
+	ref *ruleRef
+	// who is the principal the case is decided as: Principal, or one made
+	// a member of Groups (see Runner).
+	who string
+}
+
+// FullName is GROUP/NAME, what --run matches.
+func (c *Case) FullName() string { return c.Group + "/" + c.Name }
+
+// At returns where a field of the case is written, or the case's own
+// position when the field is not.
+func (c *Case) At(field string) compiler.Position {
+	if p, ok := c.at[field]; ok {
+		return p
+	}
+	return c.Pos
+}
+
+// Parse reads test files (names relative to the policy root, such as
+// tests/github.cue) and checks them against the #Tests schema as policies
+// are checked against #Policy: encoding, syntax, package, unknown keys with
+// suggestions, types. It returns the cases in the order of their positions
+// and every problem found; cases whose values the schema refused are left
+// out.
+func Parse(files []compiler.File) ([]*Case, []compiler.Diagnostic) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	ev := compiler.Evaluate(files, Package, "#Tests")
+	diags := slices.Clone(ev.Diagnostics)
+	if !ev.Value.Exists() {
+		return nil, diags
+	}
+	var cases []*Case
+	groups, err := ev.Value.LookupPath(cue.ParsePath("cases")).Fields()
+	if err != nil {
+		return nil, diags
+	}
+	for groups.Next() {
+		group := groups.Selector().Unquoted()
+		it, err := groups.Value().Fields()
+		if err != nil {
+			continue
+		}
+		for it.Next() {
+			name := it.Selector().Unquoted()
+			key := "cases." + group + "." + name
+			c, problems := decodeCase(it.Value(), group, name, ev.KeyPos(key))
+			diags = append(diags, problems...)
+			if c != nil {
+				cases = append(cases, c)
+			}
+		}
+	}
+	slices.SortStableFunc(cases, func(a, b *Case) int {
+		return cmp.Or(compiler.CompareDiagnostics(compiler.Diagnostic{Pos: a.Pos}, compiler.Diagnostic{Pos: b.Pos}),
+			cmp.Compare(a.FullName(), b.FullName()))
+	})
+	compiler.SortDiagnostics(diags)
+	return cases, diags
+}
+
+// decodeCase reads one case. A field the schema refused is not read (its
+// error is reported already) and leaves the case out; a required field
+// that is missing is reported here.
+func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, []compiler.Diagnostic) {
+	c := &Case{Group: group, Name: name, Pos: pos, Kind: table.Tool, at: map[string]compiler.Position{}}
+	var problems []compiler.Diagnostic
+	ok := v.Err() == nil
+	path := "cases." + group + "." + name
+	str := func(field string) (string, bool) {
+		f := v.LookupPath(cue.MakePath(cue.Str(field)))
+		if !f.Exists() {
+			return "", false
+		}
+		if p := f.Pos(); p.IsValid() {
+			c.at[field] = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+		}
+		s, err := f.String()
+		if err != nil {
+			ok = false // the schema's error says why
+			return "", false
+		}
+		return s, true
+	}
+	required := func(field, what string) string {
+		s, found := str(field)
+		if !found && ok && !v.LookupPath(cue.MakePath(cue.Str(field))).Exists() {
+			problems = append(problems, compiler.Diagnostic{Pos: pos, Code: compiler.CodeType, Severity: compiler.Error, Path: path,
+				Message:    fmt.Sprintf("%s: the case has no %s: %s", path, field, what),
+				Suggestion: "add it, for example " + example[field]})
+			ok = false
+		}
+		return s
+	}
+	c.Principal, _ = str("principal")
+	if g := v.LookupPath(cue.MakePath(cue.Str("groups"))); g.Exists() {
+		if p := g.Pos(); p.IsValid() {
+			c.at["groups"] = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+		}
+		if err := g.Decode(&c.Groups); err != nil {
+			ok = false
+		} else if c.Groups == nil {
+			c.Groups = []string{}
+		}
+	}
+	c.Server = required("server", "every case names the server whose item it decides")
+	if k, found := str("kind"); found {
+		c.Kind, _ = table.ParseKind(k)
+	}
+	c.Item = required("name", "every case names the tool, the prompt or the resource URI it decides")
+	if e := required("expect", "every case says the decision it must get"); e != "" {
+		c.Expect, _ = table.ParseEffect(e)
+	}
+	c.Rule, _ = str("rule")
+	if !ok {
+		return nil, problems
+	}
+	return c, problems
+}
+
+// example is what a missing required field could be.
+var example = map[string]string{
+	"server": `server: "github"`,
+	"name":   `name: "get_issue"`,
+	"expect": `expect: "allow" (or "approve", or "deny")`,
+}
+
+// Filter returns the cases whose full name (GROUP/NAME) match selects.
+func Filter(cases []*Case, match func(string) bool) []*Case {
+	if match == nil {
+		return cases
+	}
+	var out []*Case
+	for _, c := range cases {
+		if match(c.FullName()) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// describe names who a case is about, for messages.
+func (c *Case) describe() string {
+	switch {
+	case c.Principal != "":
+		return c.Principal
+	case c.Groups != nil:
+		return "a member of " + groupList(c.Groups)
+	}
+	return "anyone"
+}
+
+func groupList(groups []string) string {
+	if len(groups) == 0 {
+		return "no group"
+	}
+	return "group " + strings.Join(groups, ", group ")
+}

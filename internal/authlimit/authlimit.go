@@ -1,0 +1,188 @@
+// Package authlimit slows down token guessing: it counts failed
+// authentication attempts per source (a client's IP address) and says when
+// a source must wait before it may try again.
+//
+// A front asks before it compares a token and reports a token it refuses:
+//
+//	l := authlimit.New(authlimit.Options{})
+//	...
+//	src := authlimit.Source(r)
+//	if wait, ok := l.Allow(src); !ok {
+//		w.Header().Set("Retry-After", authlimit.Seconds(wait))
+//		// answer 429 Too Many Requests, without looking at the token
+//		return
+//	}
+//	if !valid(token) {
+//		l.Failed(src)
+//		// answer 401
+//		return
+//	}
+//
+// Each source has a bucket of Burst failed attempts that refills by one
+// every Every (defaults: 10 failures at once, then one every 10 s, so 6 a
+// minute); only failures take from it, so a client with a good token is
+// never slowed by its own use. While the bucket is empty every attempt
+// from the source is refused, good token or not: the source is known only
+// by its address, so approvers behind one address with a guesser share
+// its wait. Attempts that were under way together when the bucket ran dry
+// leave it in debt, at most Burst deep, so a burst of parallel guesses
+// buys a longer wait, not more guesses.
+//
+// A source is an IPv4 address, or the /64 network of an IPv6 address (one
+// host commonly has a whole /64). Behind a reverse proxy every client has
+// the proxy's address: the limit then holds for all of them together,
+// which still bounds guessing. Forwarding headers are not trusted, since a
+// guesser could set them.
+package authlimit
+
+import (
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults of Options.
+const (
+	DefaultBurst      = 10
+	DefaultEvery      = 10 * time.Second
+	DefaultMaxSources = 10000
+)
+
+// Options configure a Limiter. The zero value is the defaults.
+type Options struct {
+	// Burst is how many failed attempts a source may make before it must
+	// wait. Default 10.
+	Burst int
+	// Every is how often a source earns one more failed attempt once its
+	// burst is spent. Default 10s.
+	Every time.Duration
+	// MaxSources bounds how many sources are remembered at once. A source
+	// whose bucket is full is forgotten (it is as good as new); when more
+	// sources than this are in debt at once, the sources past the bound
+	// share one bucket. Default 10000.
+	MaxSources int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Limiter counts failed attempts per source. It is safe for concurrent
+// use.
+type Limiter struct {
+	burst int
+	every time.Duration
+	max   int
+	now   func() time.Time
+
+	mu        sync.Mutex
+	sources   map[string]*rate.Limiter
+	overflow  *rate.Limiter
+	lastSweep time.Time
+}
+
+// New returns a Limiter with opts, zero fields meaning the defaults.
+func New(opts Options) *Limiter {
+	l := &Limiter{burst: opts.Burst, every: opts.Every, max: opts.MaxSources, now: opts.Now, sources: map[string]*rate.Limiter{}}
+	if l.burst <= 0 {
+		l.burst = DefaultBurst
+	}
+	if l.every <= 0 {
+		l.every = DefaultEvery
+	}
+	if l.max <= 0 {
+		l.max = DefaultMaxSources
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	l.overflow = l.newBucket()
+	return l
+}
+
+func (l *Limiter) newBucket() *rate.Limiter { return rate.NewLimiter(rate.Every(l.every), l.burst) }
+
+// Allow reports whether source may make an attempt now. When it may not,
+// wait is how long until it may; it is never below one second less a
+// nanosecond, and Seconds spells it for a Retry-After header.
+func (l *Limiter) Allow(source string) (wait time.Duration, ok bool) {
+	now := l.now()
+	l.mu.Lock()
+	b := l.sources[source]
+	if b == nil && len(l.sources) >= l.max {
+		b = l.overflow
+	}
+	l.mu.Unlock()
+	if b == nil {
+		return 0, true
+	}
+	tokens := b.TokensAt(now)
+	if tokens >= 1 {
+		return 0, true
+	}
+	return time.Duration(math.Ceil((1 - tokens) * float64(l.every))), false
+}
+
+// Failed counts a failed attempt from source.
+func (l *Limiter) Failed(source string) {
+	now := l.now()
+	b := l.bucket(source, now)
+	// Attempts let through together may fail after the bucket is empty:
+	// each takes a token all the same, down to a debt of one burst.
+	if b.TokensAt(now) > -float64(l.burst) {
+		b.ReserveN(now, 1)
+	}
+}
+
+// bucket returns source's bucket, making one if there is room.
+func (l *Limiter) bucket(source string, now time.Time) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b := l.sources[source]; b != nil {
+		return b
+	}
+	if len(l.sources) >= l.max && now.Sub(l.lastSweep) >= l.every {
+		l.lastSweep = now
+		for k, b := range l.sources {
+			if b.TokensAt(now) >= float64(l.burst) {
+				delete(l.sources, k)
+			}
+		}
+	}
+	if len(l.sources) >= l.max {
+		return l.overflow
+	}
+	b := l.newBucket()
+	l.sources[source] = b
+	return b
+}
+
+// Seconds spells wait as a Retry-After value: whole seconds, rounded up,
+// at least 1.
+func Seconds(wait time.Duration) string {
+	return strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10)
+}
+
+// Source returns the source of r: its remote IPv4 address, or the /64
+// network of its IPv6 address; the remote address as it is when it is
+// neither.
+func Source(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}

@@ -1,0 +1,148 @@
+package authlimit
+
+import (
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func mustAllow(t *testing.T, l *Limiter, src string) {
+	t.Helper()
+	if wait, ok := l.Allow(src); !ok {
+		t.Fatalf("%s refused (wait %v), want allowed", src, wait)
+	}
+}
+
+func mustWait(t *testing.T, l *Limiter, src string, want time.Duration) {
+	t.Helper()
+	if wait, ok := l.Allow(src); ok || wait != want {
+		t.Fatalf("%s: Allow = %v, %v; want refused with wait %v", src, wait, ok, want)
+	}
+}
+
+// A source makes Burst failed attempts, then one per Every; another source
+// is not slowed; a source that stops failing earns its whole burst back.
+func TestBurstThenEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 3, Every: 10 * time.Second})
+		for range 3 {
+			mustAllow(t, l, "192.0.2.1")
+			l.Failed("192.0.2.1")
+		}
+		mustWait(t, l, "192.0.2.1", 10*time.Second)
+		mustAllow(t, l, "192.0.2.2")
+
+		time.Sleep(4 * time.Second)
+		mustWait(t, l, "192.0.2.1", 6*time.Second)
+		time.Sleep(6 * time.Second)
+		mustAllow(t, l, "192.0.2.1")
+		l.Failed("192.0.2.1")
+		mustWait(t, l, "192.0.2.1", 10*time.Second)
+
+		time.Sleep(30 * time.Second)
+		for range 3 {
+			mustAllow(t, l, "192.0.2.1")
+			l.Failed("192.0.2.1")
+		}
+		mustWait(t, l, "192.0.2.1", 10*time.Second)
+	})
+}
+
+func TestDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{})
+		for range DefaultBurst {
+			mustAllow(t, l, "a")
+			l.Failed("a")
+		}
+		mustWait(t, l, "a", DefaultEvery)
+	})
+}
+
+// Guesses under way together when the bucket empties each still cost a
+// token, down to a debt of one burst: a parallel burst buys a longer wait.
+func TestParallelFailuresGoIntoDebt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 4, Every: time.Second})
+		for range 100 {
+			mustAllow(t, l, "a") // all asked before any fails
+		}
+		var wg sync.WaitGroup
+		for range 100 {
+			wg.Go(func() { l.Failed("a") })
+		}
+		wg.Wait()
+		mustWait(t, l, "a", 5*time.Second) // 4 tokens of debt, then one to spend
+		time.Sleep(5 * time.Second)
+		mustAllow(t, l, "a")
+	})
+}
+
+// Only so many sources are remembered: full buckets are forgotten, and
+// when every remembered source is in debt the next ones share a bucket,
+// so guessing from many addresses is still bounded.
+func TestMaxSources(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 1, Every: time.Second, MaxSources: 2})
+		l.Failed("a")
+		l.Failed("b")
+		mustWait(t, l, "a", time.Second)
+		mustWait(t, l, "b", time.Second)
+		mustAllow(t, l, "c") // the shared bucket is full
+		l.Failed("c")
+		mustWait(t, l, "d", time.Second) // c and d share it
+		mustWait(t, l, "c", time.Second)
+
+		time.Sleep(time.Second)
+		l.Failed("e") // a and b are full again: forgotten, room for e
+		mustWait(t, l, "e", time.Second)
+		mustAllow(t, l, "a")
+		if n := len(l.sources); n != 1 {
+			t.Fatalf("%d sources remembered, want 1 (e)", n)
+		}
+	})
+}
+
+func TestInjectedClock(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	l := New(Options{Burst: 1, Every: time.Minute, Now: func() time.Time { return now }})
+	l.Failed("a")
+	mustWait(t, l, "a", time.Minute)
+	now = now.Add(time.Minute)
+	mustAllow(t, l, "a")
+}
+
+func TestSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "1", time.Nanosecond: "1", time.Second: "1", 1500 * time.Millisecond: "2", 10 * time.Second: "10"} {
+		if got := Seconds(d); got != want {
+			t.Errorf("Seconds(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestSource(t *testing.T) {
+	for addr, want := range map[string]string{
+		"192.0.2.7:51000":            "192.0.2.7",
+		"[::ffff:192.0.2.7]:51000":   "192.0.2.7",
+		"[2001:db8:1:2:aaaa::1]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:bbbb::9]:443": "2001:db8:1:2::/64",
+		"[fe80::1%eth0]:80":          "fe80::/64",
+		"@":                          "@",
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = addr
+		if got := Source(r); got != want {
+			t.Errorf("Source(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+func BenchmarkAllowFailed(b *testing.B) {
+	l := New(Options{})
+	for b.Loop() {
+		l.Allow("192.0.2.1")
+		l.Failed("192.0.2.1")
+	}
+}

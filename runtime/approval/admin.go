@@ -1,10 +1,12 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,9 +14,19 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/policyc/policyc/internal/authlimit"
+	"github.com/policyc/policyc/internal/jsonerr"
+	"github.com/policyc/policyc/internal/termsafe"
 )
 
 // AdminOptions configure the admin listener: the admin API and the
@@ -31,6 +43,11 @@ type AdminOptions struct {
 	// SessionTTL is how long a sign-in to the approvals page lasts.
 	// Default 12h.
 	SessionTTL time.Duration
+	// AuthLimit counts the admin API's refused tokens and the page's
+	// failed sign-ins per source; a source past its limit is answered 429
+	// before its token is looked at. Nil means authlimit's defaults (10
+	// failures, then one every 10 s). The MCP front may share it.
+	AuthLimit *authlimit.Limiter
 }
 
 // APIPrefix is where the admin API lives on the admin listener.
@@ -74,6 +91,7 @@ type admin struct {
 	approvers  map[[sha256.Size]byte]string
 	clients    map[[sha256.Size]byte]bool
 	sessionTTL time.Duration
+	limit      *authlimit.Limiter
 
 	mu       sync.Mutex
 	sessions map[string]*pageSession
@@ -84,7 +102,10 @@ type admin struct {
 // with an approver token, then a session cookie and CSRF-checked forms).
 func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 	a := &admin{g: g, approvers: map[[sha256.Size]byte]string{}, clients: map[[sha256.Size]byte]bool{},
-		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}}
+		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit}
+	if a.limit == nil {
+		a.limit = authlimit.New(authlimit.Options{})
+	}
 	if a.sessionTTL <= 0 {
 		a.sessionTTL = 12 * time.Hour
 	}
@@ -179,13 +200,36 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
+// limited reports whether r's source must wait before it may present a
+// token again; if so it sets Retry-After and returns what to tell it.
+func (a *admin) limited(w http.ResponseWriter, r *http.Request) (string, bool) {
+	src := authlimit.Source(r)
+	wait, ok := a.limit.Allow(src)
+	if ok {
+		return "", false
+	}
+	secs := authlimit.Seconds(wait)
+	w.Header().Set("Retry-After", secs)
+	return fmt.Sprintf("too many refused tokens from %s: try again in %s s", src, secs), true
+}
+
 // api wraps an admin API handler: bearer authentication, JSON answers.
+// A source that presented too many refused tokens is answered 429 before
+// its token is looked at.
 func (a *admin) api(h func(r *http.Request, approver string) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		if msg, limited := a.limited(w, r); limited {
+			writeJSON(w, http.StatusTooManyRequests, ErrorBody{Error: msg, Status: http.StatusTooManyRequests})
+			return
+		}
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		name, err := a.approver(strings.TrimSpace(token))
+		token = strings.TrimSpace(token)
+		name, err := a.approver(token)
 		if err != nil {
+			if token != "" {
+				a.limit.Failed(authlimit.Source(r))
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="policyc approvals"`)
 			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: err.Error(), Status: http.StatusUnauthorized})
 			return
@@ -200,12 +244,16 @@ func (a *admin) api(h func(r *http.Request, approver string) (any, error)) http.
 	}
 }
 
+// writeJSON answers v as JSON. The values are as the gate keeps them,
+// agent-supplied text included; characters that could steer a terminal
+// (a curl in one, say) are written as \u escapes, which read back the same.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"internal error","status":500}`)
 	}
+	b = termsafe.JSON(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
@@ -223,15 +271,51 @@ func (a *admin) view(r Request) RequestView {
 	return v
 }
 
+// Listing pages of the admin API and the approvals page.
+const (
+	// DefaultPageSize is how many requests a list answers without a limit.
+	DefaultPageSize = 50
+	// MaxPageSize is the largest limit a list accepts.
+	MaxPageSize = 500
+)
+
+// ListView is the answer to a list of the admin API: one page.
+type ListView struct {
+	Requests []RequestView `json:"requests"`
+	// Total counts the requests the filter keeps, on every page.
+	Total int `json:"total"`
+	// Next, when set, is the cursor of the next page.
+	Next string `json:"next,omitempty"`
+}
+
+// listQuery is what a list of the admin API may be asked.
+var listQuery = []string{"status", "active", "limit", "cursor"}
+
 func (a *admin) apiList(r *http.Request, _ string) (any, error) {
 	var f Filter
 	q := r.URL.Query()
+	for k, vs := range q {
+		if !slices.Contains(listQuery, k) {
+			return nil, apiError(http.StatusBadRequest, "unknown query parameter %q: a list takes %s", k, strings.Join(listQuery, ", "))
+		}
+		if len(vs) > 1 {
+			return nil, apiError(http.StatusBadRequest, "query parameter %q is given %d times: give it once", k, len(vs))
+		}
+	}
+	limit := DefaultPageSize
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return nil, apiError(http.StatusBadRequest, "limit %q: use a number from 1 to %d", l, MaxPageSize)
+		}
+		limit = n
+	}
 	switch s := Status(q.Get("status")); s {
 	case "", "all":
 	case Pending, Approved, Denied, Expired:
 		f.Status = s
 	default:
-		return nil, apiError(http.StatusBadRequest, "status %q: use pending, approved, denied, expired or all", s)
+		return nil, apiError(http.StatusBadRequest, "status %q: use pending, approved, denied, expired or all", string(s))
 	}
 	switch q.Get("active") {
 	case "", "false", "0":
@@ -240,14 +324,66 @@ func (a *admin) apiList(r *http.Request, _ string) (any, error) {
 	default:
 		return nil, apiError(http.StatusBadRequest, "active %q: use true or false", q.Get("active"))
 	}
-	list := a.g.List(f)
-	out := make([]RequestView, len(list))
-	for i, r := range list {
-		out[i] = a.view(r)
+	all := a.g.List(f)
+	page, _, next, err := paginate(all, q.Get("cursor"), limit, false)
+	if err != nil {
+		return nil, err
 	}
-	return struct {
-		Requests []RequestView `json:"requests"`
-	}{out}, nil
+	out := ListView{Requests: make([]RequestView, len(page)), Total: len(all), Next: next}
+	for i, r := range page {
+		out.Requests[i] = a.view(r)
+	}
+	return out, nil
+}
+
+// paginate returns up to limit requests of list that come after the
+// cursor, the index in list of the first of them, and the cursor of the
+// page after them ("" when there is none).
+// list is in the gate's order, newest first; oldestFirst pages through it
+// the other way. A cursor names the last request of a page by its
+// creation time and id, so requests that come or go meanwhile shift no
+// page.
+func paginate(list []Request, cursor string, limit int, oldestFirst bool) (page []Request, first int, next string, err error) {
+	if oldestFirst {
+		list = slices.Clone(list)
+		slices.Reverse(list)
+	}
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, 0, "", err
+		}
+		after := func(r Request) bool {
+			c := r.Created.Compare(at)
+			if oldestFirst {
+				return c > 0 || c == 0 && r.ID < id
+			}
+			return c < 0 || c == 0 && r.ID > id
+		}
+		first = slices.IndexFunc(list, after)
+		if first < 0 {
+			first = len(list)
+		}
+		list = list[first:]
+	}
+	if len(list) <= limit {
+		return list, first, "", nil
+	}
+	return list[:limit], first, encodeCursor(list[limit-1]), nil
+}
+
+func encodeCursor(r Request) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(r.Created.UnixNano(), 10) + "." + r.ID))
+}
+
+func decodeCursor(s string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	ns, id, ok := strings.Cut(string(b), ".")
+	n, nerr := strconv.ParseInt(ns, 10, 64)
+	if err != nil || !ok || nerr != nil || !ValidID(id) {
+		return time.Time{}, "", apiError(http.StatusBadRequest, "cursor %q is not one a list answered: start again without it", s)
+	}
+	return time.Unix(0, n), id, nil
 }
 
 func (a *admin) request(r *http.Request) (Request, error) {
@@ -270,7 +406,11 @@ func (a *admin) apiShow(r *http.Request, _ string) (any, error) {
 // maxBody bounds an admin API request body.
 const maxBody = 16 << 10
 
-func readBody(r *http.Request, v any) error {
+// readBody reads the JSON object of an admin API call into v, a pointer
+// to a struct, strictly: a key v does not have (in any case: keys match
+// exactly), a key given twice, a value of the wrong type or data after
+// the object is refused, naming the key. An empty body leaves v as it is.
+func readBody(r *http.Request, v any, what, example string) error {
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
 		return apiError(http.StatusBadRequest, "reading the body: %v", err)
@@ -278,23 +418,85 @@ func readBody(r *http.Request, v any) error {
 	if len(b) > maxBody {
 		return apiError(http.StatusRequestEntityTooLarge, "the body is longer than %d bytes", maxBody)
 	}
-	if len(strings.TrimSpace(string(b))) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
 	if ct := r.Header.Get("Content-Type"); ct == "" {
 		return apiError(http.StatusUnsupportedMediaType, "the body must be JSON, sent with Content-Type: application/json")
 	} else if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return apiError(http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json), not %s", ct)
+		return apiError(http.StatusUnsupportedMediaType, "the body must be JSON (Content-Type: application/json), not %q", ct)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return apiError(http.StatusBadRequest, "the body is not a decision: %v (send {\"for\": \"once\", \"reason\": \"...\"})", err)
-	}
-	if dec.More() {
-		return apiError(http.StatusBadRequest, "the body holds more than one JSON value")
+	if err := decodeStrict(b, v); err != nil {
+		return apiError(http.StatusBadRequest, "the body is not %s: %v (send %s)", what, err, example)
 	}
 	return nil
+}
+
+// decodeStrict decodes b, one JSON object, into v with
+// github.com/go-json-experiment/json, whose defaults refuse duplicate keys
+// and match keys exactly (encoding/json keeps the last of two keys and
+// takes "FOR" for "for"); unknown keys are refused too.
+func decodeStrict(b []byte, v any) error {
+	keys := jsonKeys(reflect.TypeOf(v).Elem())
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	val, err := dec.ReadValue()
+	if err != nil {
+		var se *jsontext.SyntacticError
+		if errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return fmt.Errorf("key %q is given twice: give each key once", se.JSONPointer.LastToken())
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return errors.New("the JSON ends early")
+		}
+		return fmt.Errorf("not JSON: %s", strings.TrimPrefix(err.Error(), "jsontext: "))
+	}
+	val = val.Clone() // the decoder reuses its buffer
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errors.New("there is data after the JSON object: send one object")
+	}
+	if val.Kind() != '{' {
+		return errors.New("it is not a JSON object")
+	}
+	err = jsonv2.Unmarshal(val, v, jsonv2.RejectUnknownMembers(true))
+	var se *jsonv2.SemanticError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &se):
+		return err
+	}
+	key := se.JSONPointer.LastToken()
+	if errors.Is(se.Err, jsonv2.ErrUnknownName) {
+		for _, k := range keys {
+			if strings.EqualFold(k, key) {
+				return fmt.Errorf("key %q: keys are case-sensitive; write %q", key, k)
+			}
+		}
+		if len(keys) == 0 {
+			return fmt.Errorf("unknown key %q: it takes no keys", key)
+		}
+		return fmt.Errorf("unknown key %q: the keys are %s", key, quoteAll(keys))
+	}
+	return fmt.Errorf("key %q must be %s", key, jsonerr.KindOf(se.GoType))
+}
+
+// jsonKeys lists the JSON names of struct t's fields.
+func jsonKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+func quoteAll(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	return strings.Join(q, " and ")
 }
 
 func remote(kind string, r *http.Request) string {
@@ -304,7 +506,7 @@ func remote(kind string, r *http.Request) string {
 func (a *admin) apiDecide(verdict string) func(*http.Request, string) (any, error) {
 	return func(r *http.Request, approver string) (any, error) {
 		var body DecisionBody
-		if err := readBody(r, &body); err != nil {
+		if err := readBody(r, &body, "a decision", `{"for": "once", "reason": "..."}`); err != nil {
 			return nil, err
 		}
 		if verdict == VerdictDeny && body.For != "" {
@@ -330,7 +532,7 @@ const heldReportWait = 10 * time.Second
 
 func (a *admin) apiRevoke(r *http.Request, approver string) (any, error) {
 	var body struct{}
-	if err := readBody(r, &body); err != nil {
+	if err := readBody(r, &body, "a revocation", "no body"); err != nil {
 		return nil, err
 	}
 	q, err := a.g.Revoke(r.PathValue("id"), Approver{Name: approver, From: remote("api", r)})

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/policyc/policyc/internal/authlimit"
 )
 
 func hashOf(token string) string {
@@ -102,7 +105,7 @@ func TestAdminAPI(t *testing.T) {
 		{carolToken, "POST", "/api/v1/requests/apr-aaaaaaaaaaaaaaaa/approve", `{}`, 404, "no approval request"},
 		{carolToken, "GET", "/api/v1/requests?status=weird", "", 400, "use pending"},
 		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"7d"}`, 400, "at most 8h"},
-		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once","extra":1}`, 400, "unknown field"},
+		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once","extra":1}`, 400, `unknown key "extra": the keys are "for" and "reason"`},
 		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/approve", `[1]`, 400, "not a decision"},
 		{carolToken, "POST", "/api/v1/requests/" + r.ID + "/deny", `{"for":"1h"}`, 400, "no duration"},
 		{aliceAdmin, "POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once"}`, 403, "cannot decide it"},
@@ -364,11 +367,19 @@ func TestApprovalsPage(t *testing.T) {
 	mustDecide(t, g, r2.ID, VerdictDeny, "")
 	recv(t, ch2)
 	// An open redirect through next is not possible.
-	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/\t/evil.example/", "/\n/evil.example", "/\r\n/evil.example", " /approvals", "/approvals\x00", "/approvals/\u202e", "javascript:alert(1)", ""} {
 		_, _, h := newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {next}}, nil)
 		if h.Get("Location") != "/approvals" {
 			t.Fatalf("next %q redirected to %q", next, h.Get("Location"))
 		}
+		_, body, _ := newBrowser(t, srv).do("GET", "/login?next="+url.QueryEscape(next), nil, nil)
+		if !strings.Contains(body, `name="next" value="/approvals"`) {
+			t.Fatalf("the sign-in form for next %q does not go back to /approvals:\n%s", next, body)
+		}
+	}
+	_, _, h = newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {"/approvals?after=abc%2F"}}, nil)
+	if h.Get("Location") != "/approvals?after=abc%2F" {
+		t.Fatalf("a local next redirected to %q", h.Get("Location"))
 	}
 }
 
@@ -404,4 +415,266 @@ func FuzzAdminDecisionBody(f *testing.F) {
 		}
 		<-ch
 	})
+}
+
+// A decision body is read strictly: a key in another case, a key given
+// twice, an unknown key, a value of the wrong type and data after the
+// object are each refused (400) with the key named, and the request stays
+// pending; encoding/json would have taken {"FOR":"1h"} for an hour and
+// {"for":"once","for":"7d"} for seven days.
+func TestAdminDecisionBodyStrict(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	ch := hold(context.Background(), g, call("alice", "merge_pull_request", `{"number":7}`))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	const sendDecision = ` (send {"for": "once", "reason": "..."})`
+	for _, tc := range []struct{ path, body, want string }{
+		{"approve", `{"FOR":"1h"}`, `the body is not a decision: key "FOR": keys are case-sensitive; write "for"` + sendDecision},
+		{"approve", `{"For":"1h","reason":"x"}`, `key "For": keys are case-sensitive; write "for"`},
+		{"deny", `{"REASON":"x"}`, `key "REASON": keys are case-sensitive; write "reason"`},
+		{"approve", `{"for":"once","for":"7d"}`, `the body is not a decision: key "for" is given twice: give each key once` + sendDecision},
+		{"approve", `{"reason":"a","for":"1h","reason":"b"}`, `key "reason" is given twice`},
+		{"approve", `{"for":"once"} {"for":"7d"}`, `there is data after the JSON object: send one object`},
+		{"approve", `{"for":"once"}x`, `there is data after the JSON object`},
+		{"approve", `{"for":"once","until":"never"}`, `unknown key "until": the keys are "for" and "reason"`},
+		{"approve", `{"for":7}`, `key "for" must be a string`},
+		{"approve", `{"for":"once"`, `the JSON ends early`},
+		{"approve", `"once"`, `it is not a JSON object`},
+		{"approve", `{"\u001b[2K":1}`, `unknown key "\x1b[2K"`},
+		{"revoke", `{"for":"once"}`, `the body is not a revocation: unknown key "for": it takes no keys (send no body)`},
+	} {
+		var e ErrorBody
+		st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r.ID+"/"+tc.path, tc.body, &e)
+		if st != 400 || e.Status != 400 || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("%s %s: %d %q, want 400 %q", tc.path, tc.body, st, e.Error, tc.want)
+		}
+		still(t, g, r.ID, ch)
+	}
+	var v RequestView
+	if st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r.ID+"/approve", `{"for": "once", "reason": "fine"}`, &v); st != 200 || v.Decision.For != ForOnce || v.Decision.Reason != "fine" {
+		t.Fatalf("a good body: %d %+v", st, v.Decision)
+	}
+	recv(t, ch)
+}
+
+// holdMany holds one call for each of n principals and returns their
+// requests, oldest first. Their creation times are distinct.
+func holdMany(t *testing.T, g *Gate, n int) []Request {
+	t.Helper()
+	var out []Request
+	for i := range n {
+		p := fmt.Sprintf("agent%03d", i)
+		hold(t.Context(), g, call(p, "merge_pull_request", `{"number":7}`))
+		out = append(out, pendingFor(t, g, p, "merge_pull_request", 1))
+	}
+	return out
+}
+
+// The admin API answers a list a page at a time: 50 by default, limit up
+// to 500, and a cursor for the next page; each request is on exactly one
+// page, newest first, and total counts them all.
+func TestAdminListPages(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	reqs := holdMany(t, g, 53)
+	var ids []string
+	for _, r := range reqs {
+		ids = append([]string{r.ID}, ids...) // newest first
+	}
+
+	var l ListView
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending", "", &l); st != 200 || len(l.Requests) != DefaultPageSize || l.Total != 53 || l.Next == "" {
+		t.Fatalf("the first page: %d, %d requests of %d, next %q", st, len(l.Requests), l.Total, l.Next)
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("the pages do not end")
+		}
+		path := "/api/v1/requests?status=pending&limit=10"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		l = ListView{}
+		if st := apiCall(t, srv, carolToken, "GET", path, "", &l); st != 200 || l.Total != 53 {
+			t.Fatalf("%s: %d, total %d", path, st, l.Total)
+		}
+		for _, v := range l.Requests {
+			got = append(got, v.ID)
+		}
+		if l.Next == "" {
+			if len(l.Requests) != 3 {
+				t.Fatalf("the last page has %d requests, want 3", len(l.Requests))
+			}
+			break
+		}
+		cursor = l.Next
+	}
+	if strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Fatalf("the pages hold\n%v\nwant, newest first,\n%v", got, ids)
+	}
+
+	// A request that is decided meanwhile shifts no page: the cursor names
+	// the last request shown, not a position.
+	l = ListView{}
+	apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending&limit=5", "", &l)
+	mustDecide(t, g, l.Requests[1].ID, VerdictDeny, "")
+	next := ListView{}
+	apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending&limit=5&cursor="+url.QueryEscape(l.Next), "", &next)
+	if next.Requests[0].ID != ids[5] || next.Total != 52 {
+		t.Fatalf("after a decision the next page starts at %s (total %d), want %s", next.Requests[0].ID, next.Total, ids[5])
+	}
+
+	for _, tc := range []struct{ query, want string }{
+		{"limit=0", "limit \"0\": use a number from 1 to 500"},
+		{"limit=501", "limit \"501\": use a number from 1 to 500"},
+		{"limit=ten", "limit \"ten\""},
+		{"cursor=bm90LWEtY3Vyc29y", "cursor \"bm90LWEtY3Vyc29y\" is not one a list answered: start again without it"},
+		{"cursor=%1B%5B2K", `cursor "\x1b[2K" is not one`},
+		{"Status=pending", `unknown query parameter "Status": a list takes status, active, limit, cursor`},
+		{"status=pending&status=all", `query parameter "status" is given 2 times: give it once`},
+	} {
+		var e ErrorBody
+		if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests?"+tc.query, "", &e); st != 400 || !strings.Contains(e.Error, tc.want) {
+			t.Errorf("?%s: %d %q, want 400 %q", tc.query, st, e.Error, tc.want)
+		}
+	}
+}
+
+// The approvals page shows 50 pending requests at a time, oldest first
+// (the first to expire), with a link to the next 50: a flood of requests
+// makes more pages, not a longer one.
+func TestApprovalsPagePages(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	reqs := holdMany(t, g, 55)
+	b := newBrowser(t, srv)
+	b.do("POST", "/login", url.Values{"token": {carolToken}}, nil)
+	card := regexp.MustCompile(`<article class="request pending" id="(apr-[a-z0-9]+)"`)
+	next := regexp.MustCompile(`<a href="/approvals\?after=([^"]+)" id="pending-next">Next 50 →</a>`)
+
+	st, body, _ := b.do("GET", "/approvals", nil, nil)
+	cards := card.FindAllStringSubmatch(body, -1)
+	m := next.FindStringSubmatch(body)
+	if st != 200 || len(cards) != 50 || m == nil || !strings.Contains(body, "Waiting for a decision (55)") || !strings.Contains(body, "Showing 1–50 of 55, oldest first") {
+		t.Fatalf("the first page: %d, %d cards, next %v\n%s", st, len(cards), m, body)
+	}
+	if cards[0][1] != reqs[0].ID || cards[49][1] != reqs[49].ID {
+		t.Fatalf("the first page runs from %s to %s, want %s to %s", cards[0][1], cards[49][1], reqs[0].ID, reqs[49].ID)
+	}
+	cursor, _ := url.QueryUnescape(m[1])
+	st, body, _ = b.do("GET", "/approvals?after="+url.QueryEscape(cursor), nil, nil)
+	cards = card.FindAllStringSubmatch(body, -1)
+	if st != 200 || len(cards) != 5 || cards[0][1] != reqs[50].ID || next.MatchString(body) || !strings.Contains(body, "Showing 51–55 of 55, oldest first") {
+		t.Fatalf("the second page: %d, %d cards\n%s", st, len(cards), body)
+	}
+	st, body, _ = b.do("GET", "/approvals?after=junk", nil, nil)
+	if st != 400 || !strings.Contains(body, "The link&#39;s cursor is not one this page made. The list starts again at its first page.") || len(card.FindAllString(body, -1)) != 50 {
+		t.Fatalf("a bad cursor: %d\n%s", st, body)
+	}
+}
+
+// Failed token attempts are counted per source, on the admin API and the
+// sign-in form together: past the limit the source is answered 429 with
+// Retry-After before its token is looked at, a good token included, until
+// the time has passed.
+func TestAdminTokenGuessingLimited(t *testing.T) {
+	g := openGate(t, "", nil)
+	clk := newClock()
+	h, err := g.AdminHandler(AdminOptions{
+		Approvers: map[string]string{hashOf(carolToken): "carol"},
+		AuthLimit: authlimit.New(authlimit.Options{Burst: 3, Every: 20 * time.Second, Now: clk.Now}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	var e ErrorBody
+	for _, tok := range []string{"guess-1", "guess-2"} {
+		if st := apiCall(t, srv, tok, "GET", "/api/v1/requests", "", &e); st != 401 {
+			t.Fatalf("%s: %d", tok, st)
+		}
+	}
+	// No token at all is not a guess.
+	if st := apiCall(t, srv, "", "GET", "/api/v1/requests", "", &e); st != 401 {
+		t.Fatalf("no token: %d", st)
+	}
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests", "", nil); st != 200 {
+		t.Fatalf("a good token under the limit: %d", st)
+	}
+	b := newBrowser(t, srv)
+	if st, body, _ := b.do("POST", "/login", url.Values{"token": {"guess-3"}}, nil); st != 401 || !strings.Contains(body, "unknown token") {
+		t.Fatalf("a failed sign-in: %d", st)
+	}
+
+	for _, tok := range []string{"guess-4", carolToken} {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/requests", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := "{\n  \"error\": \"too many refused tokens from 127.0.0.1: try again in 20 s\",\n  \"status\": 429\n}\n"
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "20" || string(b) != want {
+			t.Fatalf("past the limit, %s: %d Retry-After %q\n%s", tok, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+		}
+	}
+	st, body, hd := b.do("POST", "/login", url.Values{"token": {carolToken}}, nil)
+	if st != 429 || hd.Get("Retry-After") != "20" || !strings.Contains(body, "Not signed in: too many refused tokens from 127.0.0.1: try again in 20 s.") || hd.Get("Set-Cookie") != "" {
+		t.Fatalf("a sign-in past the limit: %d %v\n%s", st, hd, body)
+	}
+
+	clk.Add(15 * time.Second)
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests", "", &e); st != 429 || !strings.Contains(e.Error, "try again in 5 s") {
+		t.Fatalf("5 s early: %d %q", st, e.Error)
+	}
+	clk.Add(5 * time.Second)
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests", "", nil); st != 200 {
+		t.Fatalf("after the wait: %d", st)
+	}
+	if st, _, hd := b.do("POST", "/login", url.Values{"token": {carolToken}}, nil); st != http.StatusSeeOther || hd.Get("Set-Cookie") == "" {
+		t.Fatalf("a sign-in after the wait: %d", st)
+	}
+}
+
+// The approvals page shows an agent's control characters and BiDi
+// overrides as visible escapes: html/template escapes markup, but a
+// U+202E would still turn the text around, and an ESC or a CR would reach
+// whatever copies the text to a terminal.
+func TestApprovalsPageShowsInjectedText(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	c := call("alice", "merge_pull_request\u2066", `{"path":"/srv/\u202etxt.exe"}`)
+	c.Client = "agent 1.0\x1b[2K\r\u202e<b>tool: github / read_file (read-only)"
+	ch := hold(context.Background(), g, c)
+	r := pendingFor(t, g, "alice", "merge_pull_request\u2066", 1)
+	b := newBrowser(t, srv)
+	b.do("POST", "/login", url.Values{"token": {carolToken}}, nil)
+	for _, path := range []string{"/approvals", "/approvals/" + r.ID} {
+		st, body, _ := b.do("GET", path, nil, nil)
+		if st != 200 {
+			t.Fatalf("%s: %d", path, st)
+		}
+		for _, want := range []string{
+			`<dt>Agent</dt><dd>agent 1.0\x1b[2K\x0d\u202e&lt;b&gt;tool: github / read_file (read-only), session`,
+			`<code>merge_pull_request\u2066</code>`,
+			`<code>&#34;/srv/\u202etxt.exe&#34;</code>`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %s", path, want)
+			}
+		}
+		for _, bad := range []string{"\x1b", "\r", "\u202e", "\u2066"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s holds %q", path, bad)
+			}
+		}
+	}
+	mustDecide(t, g, r.ID, VerdictDeny, "")
+	recv(t, ch)
 }

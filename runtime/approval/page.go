@@ -7,9 +7,11 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/policyc/policyc/internal/authlimit"
+	"github.com/policyc/policyc/internal/termsafe"
 )
 
 // The approvals page is server-rendered HTML that works without
@@ -28,6 +30,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"durLabel": durationLabel,
 	"pair":     func(p *pageData, c card) cardData { return cardData{p, c} },
+	"pageSize": func() int { return DefaultPageSize },
 }).Parse(pageHTML))
 
 // cardData is what the card template gets: the page and one request.
@@ -71,13 +74,24 @@ type pageData struct {
 	// Login page.
 	Login bool
 	Next  string
-	// List page.
+	// List page: a page of the pending requests, oldest first, and one of
+	// the remembered approvals in force, newest first, each with the
+	// cursor of its next page; the last decided or expired requests.
 	List    bool
-	Pending []card
-	Active  []card
+	Pending section
+	Active  section
 	Recent  []card
 	Single  *card
 	Now     time.Time
+}
+
+// section is one page of a list of requests.
+type section struct {
+	Cards []card
+	// From and To number the cards shown (1-based), of Total.
+	From, To, Total int
+	// Next is the cursor of the next page, when there is one.
+	Next string
 }
 
 // card is one request as the page shows it.
@@ -93,7 +107,9 @@ type card struct {
 
 func (a *admin) card(r Request, approver string) card {
 	now := a.g.now()
-	c := card{Request: r, Waiting: a.g.Waiting(r.ID), Own: r.Principal == approver, Active: r.Active(now), Anchor: r.ID}
+	// What the page shows of the request is neutralised (see Neutral):
+	// html/template escapes markup, not a BiDi override.
+	c := card{Request: Neutral(r), Waiting: a.g.Waiting(r.ID), Own: r.Principal == approver, Active: r.Active(now), Anchor: r.ID}
 	if r.Status == Pending {
 		c.ExpiresIn = roughDuration(r.Expires.Sub(now))
 		if r.Kind == KindConsent {
@@ -133,6 +149,7 @@ func durationLabel(d string) string {
 
 func (a *admin) render(w http.ResponseWriter, status int, d *pageData) {
 	d.Now = a.g.now()
+	d.Title, d.Approver, d.Error, d.Notice = termsafe.String(d.Title), termsafe.String(d.Approver), termsafe.String(d.Error), termsafe.String(d.Notice)
 	var b strings.Builder
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		http.Error(w, "the approvals page failed to render", http.StatusInternalServerError)
@@ -203,10 +220,19 @@ func (a *admin) signedIn(h func(http.ResponseWriter, *http.Request, *pageSession
 	}
 }
 
-// localPath keeps a sign-in's "next" on this site.
+// localPath keeps a sign-in's "next" on this site: a path that starts
+// with one "/", not "//" or "/\\" (which browsers take for another host),
+// made of printable ASCII alone (browsers drop a tab or a newline from a
+// URL, so "/\t/host" would be "//host"; the page's own links are
+// percent-encoded). Anything else goes to /approvals.
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if len(next) < 1 || next[0] != '/' || len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
 		return "/approvals"
+	}
+	for i := 0; i < len(next); i++ {
+		if next[i] <= ' ' || next[i] >= 0x7f {
+			return "/approvals"
+		}
 	}
 	return next
 }
@@ -227,8 +253,13 @@ func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next = localPath(r.PostFormValue("next"))
+	if msg, limited := a.limited(w, r); limited {
+		a.render(w, http.StatusTooManyRequests, &pageData{Title: "Sign in", Login: true, Next: next, Error: "Not signed in: " + msg + "."})
+		return
+	}
 	name, err := a.approver(strings.TrimSpace(r.PostFormValue("token")))
 	if err != nil {
+		a.limit.Failed(authlimit.Source(r))
 		a.render(w, http.StatusUnauthorized, &pageData{Title: "Sign in", Login: true, Next: next, Error: "Not signed in: " + err.Error()})
 		return
 	}
@@ -256,20 +287,43 @@ func (a *admin) logout(w http.ResponseWriter, r *http.Request, s *pageSession) {
 
 func (a *admin) listPage(w http.ResponseWriter, r *http.Request, s *pageSession) {
 	d := &pageData{Title: "Approvals", Approver: s.approver, CSRF: s.csrf, List: true}
+	q := r.URL.Query()
+	var errs []string
+	// Oldest pending first: it expires first.
+	d.Pending, errs = a.section(a.g.List(Filter{Status: Pending}), q.Get("after"), true, s.approver, errs)
+	d.Active, errs = a.section(a.g.List(Filter{Active: true}), q.Get("active_after"), false, s.approver, errs)
+	now := a.g.now()
 	for _, q := range a.g.List(Filter{}) {
-		c := a.card(q, s.approver)
-		switch {
-		case q.Status == Pending:
-			d.Pending = append(d.Pending, c)
-		case c.Active:
-			d.Active = append(d.Active, c)
-		case len(d.Recent) < 20:
-			d.Recent = append(d.Recent, c)
+		if len(d.Recent) == recentShown {
+			break
+		}
+		if q.Status != Pending && !q.Active(now) {
+			d.Recent = append(d.Recent, a.card(q, s.approver))
 		}
 	}
-	// Oldest pending first: it expires first.
-	slices.Reverse(d.Pending)
-	a.render(w, http.StatusOK, d)
+	status := http.StatusOK
+	if len(errs) > 0 {
+		status, d.Error = http.StatusBadRequest, strings.Join(errs, " ")+" The list starts again at its first page."
+	}
+	a.render(w, status, d)
+}
+
+// recentShown is how many decided or expired requests the list shows.
+const recentShown = 20
+
+// section makes a page of list for the approvals page, from cursor; a bad
+// cursor is added to errs and the first page shown.
+func (a *admin) section(list []Request, cursor string, oldestFirst bool, approver string, errs []string) (section, []string) {
+	page, first, next, err := paginate(list, cursor, DefaultPageSize, oldestFirst)
+	if err != nil {
+		errs = append(errs, "The link's cursor is not one this page made.")
+		page, first, next, _ = paginate(list, "", DefaultPageSize, oldestFirst)
+	}
+	sec := section{From: first + 1, To: first + len(page), Total: len(list), Next: next}
+	for _, q := range page {
+		sec.Cards = append(sec.Cards, a.card(q, approver))
+	}
+	return sec, errs
 }
 
 func (a *admin) requestPage(w http.ResponseWriter, r *http.Request, s *pageSession) {

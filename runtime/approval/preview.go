@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/policyc/policyc/internal/termsafe"
 )
 
 // Preview limits: what an approver sees of a held call's arguments.
@@ -124,4 +126,39 @@ func cut(s, quote string) string {
 	}
 	q := strconv.Quote(s)
 	return quote + q[1:len(q)-1] + quote
+}
+
+// Neutral returns r as it may be shown to an approver: every text field,
+// which an agent (the client's name, the session), an upstream (tool and
+// server names, the consent URI), another approver (a reason) or an error
+// (a delivery's, why a call did not run) may have written, passed through
+// termsafe.String, so no control character, BiDi override or invisible
+// character reaches a terminal, the page or a chat message as itself.
+// The approvals page, the webhook deliveries and 'policyc approvals' show
+// requests through it; the admin API answers the values as they are.
+func Neutral(r Request) Request {
+	s := termsafe.String
+	r = r.clone()
+	r.ID, r.Kind, r.Status = s(r.ID), Kind(s(string(r.Kind))), Status(s(string(r.Status)))
+	r.Principal, r.Server, r.Tool, r.URI = s(r.Principal), s(r.Server), s(r.Tool), s(r.URI)
+	r.Fingerprint, r.Origin, r.Channel = s(r.Fingerprint), s(r.Origin), s(r.Channel)
+	r.Client, r.Session, r.TableDigest = s(r.Client), s(r.Session), s(r.TableDigest)
+	r.End, r.Ran = s(r.End), s(r.Ran)
+	if p := r.Preview; p != nil {
+		n := &Preview{Fields: make([]Field, len(p.Fields)), Omitted: p.Omitted}
+		for i, f := range p.Fields {
+			n.Fields[i] = Field{Key: s(f.Key), Value: s(f.Value)}
+		}
+		r.Preview = n
+	}
+	if d := r.Delivery; d != nil {
+		d.State, d.Error = s(d.State), s(d.Error)
+	}
+	if d := r.Decision; d != nil {
+		d.Verdict, d.For, d.By, d.From, d.Reason = s(d.Verdict), s(d.For), s(d.By), s(d.From), s(d.Reason)
+		if v := d.Revoked; v != nil {
+			v.By, v.From = s(v.By), s(v.From)
+		}
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package approval
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -115,4 +116,82 @@ func FuzzPreview(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Neutral reaches every text field of a request, nested ones included (a
+// field added later is caught here), and changes a copy: the request the
+// gate keeps, and its shared preview, stay as they were.
+func TestNeutralReachesEveryField(t *testing.T) {
+	const evil = "x\x1b[2K\r\n\u202e\u2066\x7f\u009b\u3164"
+	var r Request
+	fill(reflect.ValueOf(&r).Elem(), evil)
+	if r.Preview == nil || r.Decision == nil || r.Decision.Revoked == nil || r.Delivery == nil || len(r.Preview.Fields) == 0 {
+		t.Fatal("fill left a nested part out")
+	}
+	n := Neutral(r)
+	var strs []string
+	walkStrings(reflect.ValueOf(n), &strs)
+	if len(strs) < 25 {
+		t.Fatalf("only %d text fields found", len(strs))
+	}
+	for _, s := range strs {
+		if s != `x\x1b[2K\x0d\x0a\u202e\u2066\x7f\u009b\u3164` {
+			t.Fatalf("a field reads %q after Neutral", s)
+		}
+	}
+	var orig []string
+	walkStrings(reflect.ValueOf(r), &orig)
+	for _, s := range orig {
+		if s != evil {
+			t.Fatalf("Neutral changed the original: %q", s)
+		}
+	}
+	plain := Request{ID: "apr-aaaaaaaaaaaaaaaa", Client: "claude-code 2.1", Tool: "merge_pull_request"}
+	if n := Neutral(plain); !reflect.DeepEqual(n, plain) {
+		t.Fatalf("Neutral changed plain text: %+v", n)
+	}
+}
+
+// fill sets every string reachable from v to s, making pointers and one
+// element of each slice on the way.
+func fill(v reflect.Value, s string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fill(v.Elem(), s)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), s)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0), s)
+	}
+}
+
+func walkStrings(v reflect.Value, out *[]string) {
+	switch v.Kind() {
+	case reflect.String:
+		*out = append(*out, v.String())
+	case reflect.Pointer:
+		if !v.IsNil() {
+			walkStrings(v.Elem(), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walkStrings(v.Field(i), out)
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			walkStrings(v.Index(i), out)
+		}
+	}
 }

@@ -88,8 +88,12 @@ func checkWebhookURL(s string) error {
 type WebhookEvent struct {
 	// Event is "approval.requested" or "consent.requested".
 	Event string `json:"event"`
-	// Request is the request as the admin API shows it: a preview of the
-	// arguments, never the arguments.
+	// Request is the request as the admin API shows it (a preview of the
+	// arguments, never the arguments), with every text field neutralised
+	// as Neutral does: a receiver that posts the client's name or the
+	// tool's into a chat shows a control character or a BiDi override as
+	// an escape (\x1b, \u202e), never as itself. Text without such
+	// characters is as the admin API shows it.
 	Request Request `json:"request"`
 	// URL links to the request on the approvals page, when the gateway
 	// knows its address.
@@ -180,7 +184,7 @@ func (g *Gate) deliver(e *entry, ch Channel) {
 		event = "consent.requested"
 	}
 	r.Delivery = nil
-	body, err := json.Marshal(WebhookEvent{Event: event, Request: r, URL: g.Link(r.ID)})
+	body, err := json.Marshal(WebhookEvent{Event: event, Request: Neutral(r), URL: g.Link(r.ID)})
 	if err != nil {
 		g.recordDelivery(e, Delivery{State: "failed", Error: err.Error()})
 		return

@@ -312,3 +312,41 @@ func TestCloseWaitsForCloseUnderWay(t *testing.T) {
 		}
 	})
 }
+
+// What a receiver posts into a chat cannot carry a terminal's escapes or a
+// BiDi override: the text fields of a delivery are neutralised, so the
+// client's name arrives as visible escapes, and the rest as it was.
+func TestWebhookTextNeutralised(t *testing.T) {
+	g, hook, rc := webhookGate(t, testSecret)
+	c := call("alice", "merge_pull_request", `{"title":"ok\u202e"}`)
+	c.Client = "agent\x1b[2K\r\u202elive 1.0\u0085"
+	c.Channel = hook
+	ch := hold(context.Background(), g, c)
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	if d := waitDelivery(t, g, r.ID); d.State != "delivered" {
+		t.Fatalf("delivery %+v", d)
+	}
+	rc.mu.Lock()
+	raw, ev := rc.bodies[0], rc.accepted[0]
+	rc.mu.Unlock()
+	if want := `"client":"agent\\x1b[2K\\x0d\\u202elive 1.0\\u0085"`; !strings.Contains(raw, want) {
+		t.Fatalf("the delivery's client is not %s:\n%s", want, raw)
+	}
+	if ev.Request.Client != `agent\x1b[2K\x0d\u202elive 1.0\u0085` || ev.Request.Tool != "merge_pull_request" || ev.Request.Principal != "alice" {
+		t.Fatalf("the receiver reads client %q, tool %q, principal %q", ev.Request.Client, ev.Request.Tool, ev.Request.Principal)
+	}
+	if f := ev.Request.Preview.Fields[0]; f.Value != `"ok\u202e"` {
+		t.Fatalf("preview %+v", f)
+	}
+	for _, bad := range []string{"\x1b", "\r", "\u202e", "\u0085", `\u001b`, `\r`} {
+		if strings.Contains(raw, bad) {
+			t.Fatalf("the delivery holds %q:\n%s", bad, raw)
+		}
+	}
+	// The gate keeps the name as the client gave it.
+	if got, _ := g.Get(r.ID); got.Client != c.Client {
+		t.Fatalf("stored client %q", got.Client)
+	}
+	mustDecide(t, g, r.ID, VerdictDeny, "")
+	recv(t, ch)
+}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/internal/termsafe"
 	"github.com/policyc/policyc/runtime/approval"
 )
 
@@ -41,7 +43,14 @@ name.
 Exit codes: 0 done; 2 usage; 3 the admin API could not be reached or failed;
 5 the admin API refused: an unknown request (404), one already decided or
 expired (409), your own request (403), a duration the server does not allow
-(400), or a token it does not accept (401).
+(400), a token it does not accept (401), or too many refused tokens from
+your address (429: wait as long as it says).
+
+What an agent or an upstream wrote (the client's name, tool names, the
+preview, reasons) is printed with control characters, BiDi overrides and
+invisible characters as escapes such as \x1b or \u202e, so it can neither
+steer the terminal nor pass for another line; --format json writes them as
+JSON \u escapes.
 
 docs/approvals.md describes the gate, the admin API and the approvals page.
 
@@ -71,20 +80,26 @@ Examples:
 }
 
 func newApprovalsListCmd(o *approvalsOptions) *cobra.Command {
-	var status string
+	var status, cursor string
 	var active bool
+	limit := approval.DefaultPageSize
 	c := &cobra.Command{
-		Use:   "list [--status pending|approved|denied|expired|all] [--active] [--format FORMAT]",
+		Use:   "list [--status pending|approved|denied|expired|all] [--active] [--limit N] [--cursor CURSOR] [--format FORMAT]",
 		Short: "List approval requests, newest first",
 		Long: `List approval requests, newest first: by default the pending ones. --status
 all lists every request the gateway still keeps; --active lists remembered
 approvals (for a duration, and ui:// consents) still in force, which
 'policyc approvals revoke' can end.
 
+A list is a page of --limit requests (default 50, at most 500). When there
+are more, the last line gives the --cursor of the next page; with --format
+json it is the answer's "next".
+
 Examples:
   policyc approvals list
   policyc approvals list --status all --format json
-  policyc approvals list --active`,
+  policyc approvals list --active
+  policyc approvals list --limit 100 --cursor MTc5NTAwMDAwMDAwMDAwMDAwMC5hcHItazNqcTd2Mm1oeHc0dHE1YQ`,
 		Args: argsRange(0, 0),
 		RunE: func(c *cobra.Command, args []string) error {
 			switch status {
@@ -100,20 +115,33 @@ Examples:
 				}
 			}
 			q.Set("status", status)
-			var out struct {
-				Requests []approval.RequestView `json:"requests"`
+			if limit < 1 || limit > approval.MaxPageSize {
+				return usageErrorf("--limit %d: use a number from 1 to %d", limit, approval.MaxPageSize)
 			}
+			q.Set("limit", strconv.Itoa(limit))
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			var out approval.ListView
 			if err := o.call(c, http.MethodGet, "/requests?"+q.Encode(), nil, &out); err != nil {
 				return err
 			}
 			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), out)
 			}
-			return writeRequestTable(c.OutOrStdout(), out.Requests, status, active)
+			if err := writeRequestTable(c.OutOrStdout(), out.Requests, status, active); err != nil {
+				return err
+			}
+			if out.Next != "" {
+				fmt.Fprintf(c.OutOrStdout(), "%d of %d shown; the next page: add --cursor %s\n", len(out.Requests), out.Total, termsafe.String(out.Next))
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&status, "status", "pending", "list requests with this `STATUS`: pending, approved, denied, expired or all")
 	c.Flags().BoolVar(&active, "active", false, "list remembered approvals still in force")
+	c.Flags().IntVar(&limit, "limit", limit, "list at most `N` requests (at most 500)")
+	c.Flags().StringVar(&cursor, "cursor", "", "start after the page that gave this `CURSOR`")
 	o.addFormatFlag(c)
 	return c
 }
@@ -163,8 +191,7 @@ func newApprovalsDecideCmd(o *approvalsOptions, verdict string) *cobra.Command {
 			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
-			writeHeldCalls(c.OutOrStdout(), v.HeldCalls)
+			writeDecided(c.OutOrStdout(), v)
 			return nil
 		},
 	}
@@ -221,8 +248,7 @@ Examples:
 			if o.format == "json" {
 				return writeJSONOut(c.OutOrStdout(), v)
 			}
-			fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", v.ID, outcome(v.Request))
-			writeHeldCalls(c.OutOrStdout(), v.HeldCalls)
+			writeDecided(c.OutOrStdout(), v)
 			return nil
 		},
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/policyc/policyc/internal/termsafe"
 	"github.com/policyc/policyc/runtime/approval"
 )
 
@@ -78,7 +79,7 @@ func (o *approvalsOptions) call(c *cobra.Command, method, path string, body, out
 		if resp.StatusCode >= 500 {
 			code = ExitFailure
 		}
-		return withCode(code, fmt.Errorf("%s (%d)", e.Error, resp.StatusCode))
+		return withCode(code, fmt.Errorf("%s (%d)", termsafe.String(e.Error), resp.StatusCode))
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return failuref("the admin API at %s answered something that is not JSON: %v", base, err)
@@ -86,13 +87,26 @@ func (o *approvalsOptions) call(c *cobra.Command, method, path string, body, out
 	return nil
 }
 
+// writeJSONOut prints v as JSON, the values as the admin API gave them,
+// with what could steer a terminal written as \u escapes.
 func writeJSONOut(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return failuref("%v", err)
 	}
-	_, err = w.Write(append(b, '\n'))
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
 	return err
+}
+
+// The text output prints requests through approval.Neutral, and other
+// text the admin API answers through termsafe.String: an agent's control
+// characters and BiDi overrides are shown as escapes, never obeyed.
+
+// writeDecided prints the answer to approve, deny or revoke.
+func writeDecided(w io.Writer, v approval.RequestView) {
+	r := approval.Neutral(v.Request)
+	fmt.Fprintf(w, "%s: %s\n", r.ID, outcome(r))
+	writeHeldCalls(w, v.HeldCalls)
 }
 
 // what names the thing a request is about.
@@ -142,10 +156,10 @@ func writeHeldCalls(w io.Writer, calls []approval.HeldCall) {
 		}
 		answer := map[string]string{"run": "ran", "pending": "not answered yet"}[c.Answer]
 		if answer == "" {
-			answer = c.Answer
+			answer = termsafe.String(c.Answer)
 		}
 		if c.Reason != "" {
-			answer += ": " + c.Reason
+			answer += ": " + termsafe.String(c.Reason)
 		}
 		fmt.Fprintf(w, "  %d %s: %s\n", c.Count, what, answer)
 	}
@@ -173,11 +187,12 @@ func writeRequestTable(w io.Writer, reqs []approval.RequestView, status string, 
 	)
 	t.Header("Request", "Principal", "What", "Asked", "Status")
 	for _, v := range reqs {
-		st := outcome(v.Request)
-		if v.Status == approval.Pending && v.Waiting > 1 {
+		r := approval.Neutral(v.Request)
+		st := outcome(r)
+		if r.Status == approval.Pending && v.Waiting > 1 {
 			st += fmt.Sprintf(" (%d calls waiting)", v.Waiting)
 		}
-		if err := t.Append(v.ID, v.Principal, what(v.Request), stamp(v.Created), st); err != nil {
+		if err := t.Append(r.ID, r.Principal, what(r), stamp(r.Created), st); err != nil {
 			return err
 		}
 	}
@@ -185,6 +200,11 @@ func writeRequestTable(w io.Writer, reqs []approval.RequestView, status string, 
 }
 
 func writeRequest(w io.Writer, v approval.RequestView) {
+	v.Request = approval.Neutral(v.Request)
+	v.URL = termsafe.String(v.URL)
+	for i, d := range v.Durations {
+		v.Durations[i] = termsafe.String(d)
+	}
 	line := func(k, val string) {
 		if val != "" {
 			fmt.Fprintf(w, "%-12s %s\n", k+":", val)

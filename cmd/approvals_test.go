@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -213,5 +214,110 @@ func TestApprovalsCommand(t *testing.T) {
 	code, _, errOut = runPolicyc("approvals", "list", "--admin", other.URL)
 	if code != ExitFailure || !strings.Contains(errOut, "is --admin the admin listener") {
 		t.Fatalf("wrong listener: %d %s", code, errOut)
+	}
+}
+
+// holdAs holds a call of tool for alice, sent by a client that calls
+// itself client.
+func holdAs(g *approval.Gate, client, tool, args string) <-chan heldCall {
+	ch := make(chan heldCall, 1)
+	go func() {
+		o, err := g.HoldCall(context.Background(), &approval.Call{Principal: "alice", Server: "github", Tool: tool, Arguments: []byte(args),
+			Origin: "github.cue:12", Timeout: time.Minute, Channel: approval.Channel{Name: "page", Kind: approval.ChannelPage}, Client: client})
+		ch <- heldCall{o, err}
+	}()
+	return ch
+}
+
+// The attack from the field: an agent whose client name erases the lines
+// above it (ESC[2K, CR, cursor up), forges a "tool: … (read-only)" line and
+// hides what follows. approvals show prints no ESC or CR byte; the forged
+// line is data on the agent line, visible as such, and the one tool line is
+// the gate's.
+func TestApprovalsShowNeutralisesClientName(t *testing.T) {
+	g, srv := approvalsAPI(t)
+	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
+	t.Setenv("POLICYC_ADMIN_URL", srv.URL)
+	const forged = "claude-code 2.1\x1b[2K\r\x1b[1A\x1b[2K\r\x1b[1A\x1b[2K\r\x1b[32mtool:        github / read_file (read-only)\x1b[0m\n\u202e\x1b[8m"
+	held := holdAs(g, forged, "delete_repository", `{"repo":"acme/web\u202e"}`)
+	r := waitPending(t, g, "delete_repository")
+
+	code, out, errOut := runPolicyc("approvals", "show", r.ID)
+	if code != 0 {
+		t.Fatalf("show: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, bad := range []string{"\x1b", "\r", "\u202e", "\u009b"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("show prints %q:\n%q", bad, out)
+		}
+	}
+	lines := strings.Split(out, "\n")
+	wantAgent := `agent:       claude-code 2.1\x1b[2K\x0d\x1b[1A\x1b[2K\x0d\x1b[1A\x1b[2K\x0d\x1b[32mtool:        github / read_file (read-only)\x1b[0m\x0a\u202e\x1b[8m`
+	var agent, tools []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "agent:") {
+			agent = append(agent, l)
+		}
+		if strings.HasPrefix(l, "tool:") {
+			tools = append(tools, l)
+		}
+	}
+	if len(agent) != 1 || agent[0] != wantAgent {
+		t.Errorf("agent line(s) %q, want\n%s", agent, wantAgent)
+	}
+	if len(tools) != 1 || tools[0] != "tool:        github / delete_repository" {
+		t.Errorf("tool line(s) %q, want the gate's alone", tools)
+	}
+	if !strings.Contains(out, "\n  repo: \"acme/web\\u202e\"\n") || !strings.Contains(out, "\nprincipal:   alice\n") {
+		t.Errorf("show:\n%s", out)
+	}
+
+	code, out, _ = runPolicyc("approvals", "list")
+	if code != 0 || strings.ContainsAny(out, "\x1b\r\u202e") || !strings.Contains(out, "github / delete_repository") {
+		t.Errorf("list: exit %d\n%q", code, out)
+	}
+	// JSON keeps the value, in bytes that are safe to print.
+	code, out, _ = runPolicyc("approvals", "show", r.ID, "--format", "json")
+	var v approval.RequestView
+	if code != 0 || strings.ContainsAny(out, "\x1b\r\u202e") || !strings.Contains(out, `\u001b[2K\r\u001b[1A`) || !strings.Contains(out, `\u202e`) ||
+		json.Unmarshal([]byte(out), &v) != nil || v.Client != forged {
+		t.Errorf("show --format json: exit %d, client %q\n%s", code, v.Client, out)
+	}
+
+	// An approver's reason is shown to other approvers: neutralised too.
+	code, out, _ = runPolicyc("approvals", "deny", r.ID, "--reason", "no\x1b]0;owned\x07")
+	if code != 0 || out != r.ID+": denied by carol (no\\x1b]0;owned\\x07)\n  1 held call: denied: no\\x1b]0;owned\\x07\n" {
+		t.Errorf("deny: exit %d\n%q", code, out)
+	}
+	<-held
+}
+
+// approvals list prints a page at a time and says how to get the next.
+func TestApprovalsListPages(t *testing.T) {
+	g, srv := approvalsAPI(t)
+	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
+	t.Setenv("POLICYC_ADMIN_URL", srv.URL)
+	var ids []string
+	for _, tool := range []string{"t1", "t2", "t3"} {
+		holdAs(g, "agent", tool, `{}`)
+		ids = append([]string{waitPending(t, g, tool).ID}, ids...)
+	}
+	code, out, errOut := runPolicyc("approvals", "list", "--limit", "2")
+	next := regexp.MustCompile(`(?m)^2 of 3 shown; the next page: add --cursor (\S+)$`).FindStringSubmatch(out)
+	if code != 0 || next == nil || !strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) || strings.Contains(out, ids[2]) {
+		t.Fatalf("the first page: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runPolicyc("approvals", "list", "--limit", "2", "--cursor", next[1])
+	if code != 0 || !strings.Contains(out, ids[2]) || strings.Contains(out, ids[0]) || strings.Contains(out, "next page") {
+		t.Fatalf("the second page: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runPolicyc("approvals", "list", "--limit", "2", "--format", "json")
+	var l approval.ListView
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Requests) != 2 || l.Total != 3 || l.Next != next[1] {
+		t.Fatalf("--format json: exit %d\n%s", code, out)
+	}
+	code, _, errOut = runPolicyc("approvals", "list", "--cursor", "nope")
+	if code != ExitRefused || !strings.Contains(errOut, `cursor "nope" is not one a list answered: start again without it (400)`) {
+		t.Fatalf("a bad cursor: exit %d %s", code, errOut)
 	}
 }

@@ -54,9 +54,14 @@ type Config struct {
 	// PageServed reports that the admin listener serves the approvals
 	// page, so approvals_page channels reach someone.
 	PageServed bool
-	// OnceWindow is how long an approval once may wait to be used by the
-	// held call before it lapses. Default 30s.
+	// OnceWindow is how long an approval once may wait to be used, counted
+	// from the decision: by the call held for it, or by the agent's retry
+	// of the same call when none was held any more. It lasts at least
+	// until the request would have expired. Default 5m.
 	OnceWindow time.Duration
+	// MaxPending is the most requests one principal may have pending at
+	// once; a call that would make another is refused. Default 20.
+	MaxPending int
 	// ProgressInterval is how often a held call whose client sent a
 	// progress token is told it still waits. Default 15s.
 	ProgressInterval time.Duration
@@ -109,8 +114,14 @@ type Call struct {
 	Arguments []byte
 	// Origin is the file:line of the rule that put the tool on approval.
 	Origin string
-	// Timeout is how long the call may be held.
+	// Timeout is how long the request the call makes lives: how long a
+	// human has to decide it.
 	Timeout time.Duration
+	// HoldFor is how long the call itself is held in place; when it ends
+	// with the request still pending, the call is answered AnswerPending
+	// and the request goes on. Zero holds it until the request ends (or
+	// the call's context does).
+	HoldFor time.Duration
 	// Channel is the server's approval channel; when only its Name is
 	// set, Config.Channels resolves it.
 	Channel Channel
@@ -148,9 +159,16 @@ const (
 	// table no longer holds the call, the approval lapsed or was revoked
 	// before the call could run, or the store could not record its use.
 	AnswerNotRun
+	// AnswerPending: the call's hold in place ended and its request is
+	// still pending: the call did not run, and the agent may wait for
+	// the decision and then repeat the call (Gate.Await).
+	AnswerPending
+	// AnswerRefused: the call made no request: its principal has
+	// Config.MaxPending requests pending already.
+	AnswerRefused
 )
 
-var answerNames = [...]string{"", "run", "denied", "timed out", "duplicate", "not run"}
+var answerNames = [...]string{"", "run", "denied", "timed out", "duplicate", "not run", "pending", "refused"}
 
 func (a Answer) String() string {
 	if int(a) < len(answerNames) {
@@ -172,6 +190,8 @@ type Outcome struct {
 	// Reason is the approver's reason for a denial, or why an approved
 	// call did not run.
 	Reason string
+	// Expires is when the request expires undecided.
+	Expires time.Time
 }
 
 // Errors of Decide and Revoke. The admin API answers them with 404, 409,
@@ -214,12 +234,17 @@ type Gate struct {
 	logger *slog.Logger
 	store  *store
 
-	mu       sync.Mutex
-	reqs     map[string]*entry
-	pending  map[foldKey]*entry
+	mu      sync.Mutex
+	reqs    map[string]*entry
+	pending map[foldKey]*entry
+	// ready holds the requests approved once whose approval no held call
+	// took: the next identical call uses it.
+	ready    map[foldKey]*entry
 	grants   map[grantKey][]*entry
 	closed   bool
 	notified chan struct{} // closed and replaced on every change
+	// awaiting counts the calls waiting in Await for a change.
+	awaiting atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -254,6 +279,21 @@ type entry struct {
 	// chosen is the call an approval once went to, until it runs.
 	chosen *waiter
 	timer  *time.Timer
+}
+
+// foldKey is the key of the calls the request of e folds.
+func (e *entry) foldKey() foldKey {
+	k := e.grantKey()
+	return foldKey{k.kind, k.principal, k.server, k.name, e.r.Fingerprint}
+}
+
+// onceDeadline is when an approval once of e lapses unused.
+func (g *Gate) onceDeadline(e *entry) time.Time {
+	d := e.r.Decision.At.Add(g.cfg.OnceWindow)
+	if e.r.Expires.After(d) {
+		return e.r.Expires
+	}
+	return d
 }
 
 type waiter struct {
@@ -335,7 +375,8 @@ const (
 
 // Defaults.
 const (
-	defaultOnceWindow       = 30 * time.Second
+	defaultOnceWindow       = 5 * time.Minute
+	defaultMaxPending       = 20
 	defaultProgressInterval = 15 * time.Second
 	defaultConsentWait      = 60 * time.Second
 	defaultRetention        = 30 * 24 * time.Hour
@@ -351,6 +392,9 @@ func Open(cfg Config) (*Gate, error) {
 	}
 	if cfg.ProgressInterval <= 0 {
 		cfg.ProgressInterval = defaultProgressInterval
+	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = defaultMaxPending
 	}
 	if cfg.ConsentWait <= 0 {
 		cfg.ConsentWait = defaultConsentWait
@@ -369,7 +413,7 @@ func Open(cfg Config) (*Gate, error) {
 	if err := cfg.Webhook.check(); err != nil {
 		return nil, err
 	}
-	g := &Gate{cfg: cfg, now: cfg.Now, logger: cfg.Logger, reqs: map[string]*entry{}, pending: map[foldKey]*entry{}, closeDone: make(chan struct{}),
+	g := &Gate{cfg: cfg, now: cfg.Now, logger: cfg.Logger, reqs: map[string]*entry{}, pending: map[foldKey]*entry{}, ready: map[foldKey]*entry{}, closeDone: make(chan struct{}),
 		grants: map[grantKey][]*entry{}, notified: make(chan struct{})}
 	if g.now == nil {
 		g.now = time.Now
@@ -389,12 +433,15 @@ func Open(cfg Config) (*Gate, error) {
 	var keep []*Request
 	var events []*Event
 	for _, r := range stored {
+		// A request's fingerprint is never stored, so a request cannot
+		// be matched to its call after a restart: what was pending ends,
+		// and an approval once that no call used lapses.
 		switch {
 		case r.Status == Pending:
-			r.Status, r.Ended, r.End = Expired, now, "the gateway stopped while the call was held; the held call ended with it"
+			r.Status, r.Ended, r.End = Expired, now, "the gateway stopped while the request was pending"
 			events = append(events, r.event(now, "expired", Approver{}, r.End))
 		case r.Status == Approved && r.Decision.For == ForOnce && r.Ran == "":
-			r.Ran = "not run: the gateway stopped before the held call could run"
+			r.Ran = "not run: the gateway stopped before a call used the approval"
 			events = append(events, r.event(now, "not_run", Approver{}, r.Ran))
 		}
 		if r.Active(now) || now.Sub(r.finished()) < cfg.Retention {
@@ -485,6 +532,11 @@ func (g *Gate) close() error {
 	for _, e := range g.pending {
 		g.expireLocked(e, gatewayStopped)
 	}
+	for _, e := range g.ready {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}
 	g.mu.Unlock()
 	g.cancel()
 	g.wg.Wait()
@@ -550,12 +602,16 @@ func (g *Gate) AllowedDurations(server string) []string {
 	return out
 }
 
-// HoldCall holds a tool call until a human decides or ctx ends (the
-// gateway ends it at the approval timeout), and returns what became of
-// it. A duration approval covering the principal and tool lets it through
-// at once. Otherwise it joins the pending request with the same principal,
-// server, tool and fingerprint, or makes a new one and notifies the
-// channel.
+// HoldCall holds a tool call until a human decides, its hold in place
+// (c.HoldFor) ends or ctx does, and returns what became of it. A duration
+// approval covering the principal and tool lets it through at once, and
+// so does an approval once of the same call (principal, server, tool and
+// fingerprint) that no call has used yet: the agent's retry after it was
+// told of the approval. Otherwise it joins the pending request of the same
+// call, or makes a new one (up to Config.MaxPending per principal) and
+// notifies the channel. A request lives c.Timeout whether or not a call is
+// held for it: when a hold in place ends first the call is answered
+// AnswerPending.
 //
 // What each call folded into one request receives: denied, all are
 // denied; expired, all time out; approved for a duration, every one of
@@ -585,11 +641,25 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 		return g.runUnderGrant(c.Recheck, id), nil
 	}
 	key := foldKey{KindTool, c.Principal, c.Server, c.Tool, fp}
+	if e := g.ready[key]; e != nil {
+		// Only one call can take it: it leaves ready under g.mu.
+		delete(g.ready, key)
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		g.mu.Unlock()
+		return g.useReady(e, c.Recheck, now), nil
+	}
 	e := g.pending[key]
 	var w *waiter
 	if e != nil {
 		w = g.joinLocked(e, ctx)
 	} else {
+		if n := g.pendingOfLocked(c.Principal); n >= g.cfg.MaxPending {
+			g.mu.Unlock()
+			g.logger.Warn("approval request refused: too many pending", "principal", c.Principal, "pending", n, "max_pending", g.cfg.MaxPending)
+			return Outcome{Answer: AnswerRefused, Reason: fmt.Sprintf("%d approval requests of this principal are pending already, the most the gateway allows; wait for them to be decided (or to expire) before making another", n)}, nil
+		}
 		ch, err := g.channel(c.Channel)
 		if err != nil {
 			g.mu.Unlock()
@@ -609,7 +679,133 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 		}
 	}
 	g.mu.Unlock()
-	return g.wait(e, w, c.Progress, c.Recheck), nil
+	return g.wait(e, w, c.HoldFor, c.Progress, c.Recheck), nil
+}
+
+// pendingOfLocked is the number of requests principal has pending.
+func (g *Gate) pendingOfLocked(principal string) int {
+	n := 0
+	for k := range g.pending {
+		if k.principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+// useReady runs a call with the approval once that e holds for it: re-check,
+// then record the use. The caller took e out of ready.
+func (g *Gate) useReady(e *entry, recheck func() error, now time.Time) Outcome {
+	var why string
+	if recheck != nil {
+		if err := recheck(); err != nil {
+			why = "not run: " + err.Error()
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	o := g.outcome(e)
+	if why == "" && !now.Before(g.onceDeadline(e)) {
+		why = "not run: the approval was not used in time"
+	}
+	r := e.r.clone()
+	r.Ran = "ran"
+	ev := r.event(g.now(), "ran", Approver{}, "")
+	if why != "" {
+		r.Ran = why
+		ev = r.event(g.now(), "not_run", Approver{}, why)
+	}
+	if err := g.store.put(&r, ev); err != nil {
+		why = "not run: its use could not be recorded: " + err.Error()
+		r.Ran = why
+	}
+	e.r = r
+	g.changedLocked()
+	if why != "" {
+		o.Answer, o.Reason = AnswerNotRun, strings.TrimPrefix(why, "not run: ")
+		return o
+	}
+	o.Answer = AnswerRun
+	return o
+}
+
+// readyLocked makes e's approval once wait for the next identical call,
+// until it lapses.
+func (g *Gate) readyLocked(e *entry, now time.Time) {
+	key := e.foldKey()
+	g.ready[key] = e
+	e.timer = time.AfterFunc(g.onceDeadline(e).Sub(now), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.ready[key] != e {
+			return
+		}
+		delete(g.ready, key)
+		r := e.r.clone()
+		r.Ran = "not run: no call used the approval in time"
+		if err := g.store.put(&r, r.event(g.now(), "not_run", Approver{}, r.Ran)); err != nil {
+			g.logger.Error("recording an unused approval failed", "id", r.ID, "error", err.Error())
+		}
+		e.r = r
+		g.changedLocked()
+	})
+}
+
+// armExpiry expires pending request e at its expiry.
+func (g *Gate) armExpiry(e *entry, now time.Time) {
+	e.timer = time.AfterFunc(e.r.Expires.Sub(now), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if e.r.Status == Pending {
+			g.expireLocked(e, noDecision)
+		}
+	})
+}
+
+// Await waits until principal's request id is no longer pending, or ctx
+// ends, and returns it. It reports false for an unknown request and for
+// another principal's, alike: a principal sees only its own requests.
+func (g *Gate) Await(ctx context.Context, principal, id string) (Request, bool) {
+	for {
+		g.mu.Lock()
+		e := g.reqs[id]
+		if e == nil || e.r.Principal != principal || e.r.Kind != KindTool {
+			g.mu.Unlock()
+			return Request{}, false
+		}
+		r, changed := e.r.clone(), g.notified
+		g.mu.Unlock()
+		if r.Status != Pending {
+			return r, true
+		}
+		g.awaiting.Add(1)
+		select {
+		case <-changed:
+			g.awaiting.Add(-1)
+		case <-ctx.Done():
+			g.awaiting.Add(-1)
+			return r, true
+		}
+	}
+}
+
+// PendingOf returns principal's pending tool-call requests, oldest first.
+func (g *Gate) PendingOf(principal string) []Request {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []Request
+	for k, e := range g.pending {
+		if k.principal == principal && k.kind == KindTool {
+			out = append(out, e.r.clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Request) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
 }
 
 // ConsentCall is one read of an allowlisted ui:// resource.
@@ -663,7 +859,7 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 		}
 	}
 	g.mu.Unlock()
-	o := g.wait(e, w, nil, nil)
+	o := g.wait(e, w, 0, nil, nil)
 	return o.Answer == AnswerRun, o, nil
 }
 
@@ -696,9 +892,6 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 	r.Status = Pending
 	r.Created = now
 	r.Expires = now.Add(timeout)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(r.Expires) {
-		r.Expires = dl
-	}
 	if ch.Kind == ChannelWebhook {
 		r.Delivery = &Delivery{State: "sending"}
 	}
@@ -710,13 +903,7 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 	e := &entry{r: r, waiters: []*waiter{w}}
 	g.reqs[r.ID] = e
 	g.pending[key] = e
-	e.timer = time.AfterFunc(r.Expires.Sub(now), func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if e.r.Status == Pending {
-			g.expireLocked(e, noDecision)
-		}
-	})
+	g.armExpiry(e, now)
 	g.logger.Info("approval requested", "id", r.ID, "kind", string(r.Kind), "principal", r.Principal, "server", r.Server, "tool", r.Tool, "uri", r.URI, "channel", ch.Name, "expires", r.Expires)
 	if ch.Kind == ChannelWebhook {
 		g.wg.Add(1)
@@ -799,9 +986,15 @@ func (g *Gate) runUnderGrant(recheck func() error, id string) Outcome {
 	return o
 }
 
-// wait waits for w's signal, telling progress meanwhile.
-func (g *Gate) wait(e *entry, w *waiter, progress func(string), recheck func() error) Outcome {
-	var tick <-chan time.Time
+// wait waits for w's signal, for at most holdFor when it is set, telling
+// progress meanwhile.
+func (g *Gate) wait(e *entry, w *waiter, holdFor time.Duration, progress func(string), recheck func() error) Outcome {
+	var tick, hold <-chan time.Time
+	if holdFor > 0 {
+		t := time.NewTimer(holdFor)
+		defer t.Stop()
+		hold = t.C
+	}
 	if progress != nil {
 		t := time.NewTicker(g.cfg.ProgressInterval)
 		defer t.Stop()
@@ -817,7 +1010,9 @@ func (g *Gate) wait(e *entry, w *waiter, progress func(string), recheck func() e
 			progress(g.waitingMessage(e))
 			continue
 		case <-w.ctx.Done():
-			o = g.leave(e, w, recheck)
+			o = g.leave(e, w, recheck, false)
+		case <-hold:
+			o = g.leave(e, w, recheck, true)
 		}
 		g.mu.Lock()
 		report := w.report
@@ -845,7 +1040,7 @@ func (g *Gate) waitingMessage(e *entry) string {
 }
 
 func (g *Gate) outcome(e *entry) Outcome {
-	o := Outcome{RequestID: e.r.ID, URL: g.Link(e.r.ID)}
+	o := Outcome{RequestID: e.r.ID, URL: g.Link(e.r.ID), Expires: e.r.Expires}
 	if d := e.r.Decision; d != nil {
 		o.By, o.For, o.Reason = d.By, d.For, d.Reason
 	}
@@ -951,18 +1146,16 @@ func (g *Gate) passOnLocked(e *entry, w *waiter) {
 		e.chosen.sig <- signal{kind: sigOnce}
 		return
 	}
-	r := e.r.clone()
-	r.Ran = "not run: every call held for it ended before it could run"
-	if err := g.store.put(&r, r.event(g.now(), "not_run", Approver{}, r.Ran)); err != nil {
-		g.logger.Error("recording an unused approval failed", "id", r.ID, "error", err.Error())
-	}
-	e.r = r
+	// No call is held for it: the agent's retry of the same call uses it.
+	g.readyLocked(e, g.now())
 	g.changedLocked()
 }
 
-// leave takes w, whose context ended, off its request. A request left
-// with no held call expires: there is nothing left to approve.
-func (g *Gate) leave(e *entry, w *waiter, recheck func() error) Outcome {
+// leave takes w, whose context or hold in place (held) ended, off its
+// request. A tool call's request goes on: the agent may wait for it and
+// repeat the call. A consent request left with no held read expires:
+// there is nothing left to consent to.
+func (g *Gate) leave(e *entry, w *waiter, recheck func() error, held bool) Outcome {
 	g.mu.Lock()
 	select {
 	case s := <-w.sig:
@@ -984,6 +1177,21 @@ func (g *Gate) leave(e *entry, w *waiter, recheck func() error) Outcome {
 	defer g.mu.Unlock()
 	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
 	o := g.outcome(e)
+	if e.r.Status == Pending && !g.now().Before(e.r.Expires) {
+		// The call's context ended with its request's life, before the
+		// request's own timer: it expires now.
+		g.expireLocked(e, noDecision)
+		o.Answer, o.Reason = AnswerTimedOut, noDecision
+		return o
+	}
+	if e.r.Kind == KindTool && e.r.Status == Pending {
+		o.Answer = AnswerPending
+		if !held {
+			o.Reason = "the call ended before a decision"
+		}
+		g.changedLocked()
+		return o
+	}
 	o.Answer = AnswerTimedOut
 	o.Reason = noDecision
 	if !errors.Is(w.ctx.Err(), context.DeadlineExceeded) {
@@ -1140,6 +1348,10 @@ func (g *Gate) decide(id, verdict, forWhat, reason string, by Approver) (Request
 			w.sig <- signal{kind: sigDeny}
 		}
 		e.waiters = nil
+	case d.For == ForOnce && len(e.waiters) == 0:
+		// No call is held for it: the agent's retry of the same call
+		// uses it.
+		g.readyLocked(e, now)
 	case d.For == ForOnce:
 		e.chosen = e.waiters[0]
 		e.chosen.sig <- signal{kind: sigOnce}
@@ -1174,7 +1386,7 @@ func (g *Gate) decidableLocked(e *entry, now time.Time) error {
 		g.expireLocked(e, noDecision)
 		return refuse(ErrExpired, "request %s expired at %s; the call did not run", r.ID, r.Expires.UTC().Format(time.RFC3339))
 	}
-	if len(e.waiters) == 0 {
+	if len(e.waiters) == 0 && r.Kind == KindConsent {
 		g.expireLocked(e, "every call held for it ended before a decision")
 		return refuse(ErrExpired, "request %s has no call waiting any more; it expired", r.ID)
 	}

@@ -80,40 +80,66 @@ func TestChangedArgumentsNotCovered(t *testing.T) {
 	}
 }
 
+// A request lives its timeout, whatever became of its calls: held in
+// place for HoldFor, a call is answered pending and the request goes on
+// until it expires. In a synctest bubble.
 func TestTimeout(t *testing.T) {
-	g := openGate(t, "", nil)
-	c := call("alice", "merge_pull_request", `{}`)
-	c.Timeout = 150 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
-	defer cancel()
-	o, err := g.HoldCall(ctx, c)
-	if err != nil || o.Answer != AnswerTimedOut || o.RequestID == "" {
-		t.Fatalf("got %+v, %v; want a timeout naming the request", o, err)
-	}
-	r, _ := g.Get(o.RequestID)
-	if r.Status != Expired {
-		t.Fatalf("request is %s, want expired", r.Status)
-	}
-	_, err = g.Decide(o.RequestID, VerdictApprove, ForOnce, "", Approver{Name: "carol"})
-	wantErr(t, err, ErrExpired, "expired")
+	synctest.Test(t, func(t *testing.T) {
+		g := openGate(t, "", nil)
+		c := call("alice", "merge_pull_request", `{}`)
+		c.Timeout, c.HoldFor = 10*time.Minute, 50*time.Second
+		start := time.Now()
+		o, err := g.HoldCall(context.Background(), c)
+		if err != nil || o.Answer != AnswerPending || o.RequestID == "" || time.Since(start) != c.HoldFor {
+			t.Fatalf("got %+v, %v after %v; want pending naming the request after %v", o, err, time.Since(start), c.HoldFor)
+		}
+		if r, _ := g.Get(o.RequestID); r.Status != Pending {
+			t.Fatalf("request is %s after the hold in place; want pending", r.Status)
+		}
+		time.Sleep(c.Timeout - c.HoldFor)
+		synctest.Wait()
+		r, _ := g.Get(o.RequestID)
+		if r.Status != Expired || r.End != noDecision {
+			t.Fatalf("request is %s (%q) after its timeout, want expired", r.Status, r.End)
+		}
+		_, err = g.Decide(o.RequestID, VerdictApprove, ForOnce, "", Approver{Name: "carol"})
+		wantErr(t, err, ErrExpired, "expired")
+	})
 }
 
-// A call whose client goes away ends its request when it was the only one.
+// A call whose client goes away leaves its request pending: the agent's
+// retry finds it.
 func TestHeldCallEnds(t *testing.T) {
 	g := openGate(t, "", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := hold(ctx, g, call("alice", "merge_pull_request", `{}`))
 	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
 	cancel()
-	if h := recv(t, ch); h.o.Answer != AnswerTimedOut {
+	if h := recv(t, ch); h.o.Answer != AnswerPending {
 		t.Fatalf("got %v", h.o.Answer)
 	}
 	got, _ := g.Get(r.ID)
-	if got.Status != Expired || !strings.Contains(got.End, "ended before a decision") {
-		t.Fatalf("request %s: %q", got.Status, got.End)
+	if got.Status != Pending {
+		t.Fatalf("request %s: %q; want it still pending", got.Status, got.End)
+	}
+	// Decided with no call held, approved once: the retry of the same
+	// call runs, and only it.
+	if _, err := g.Decide(r.ID, VerdictApprove, ForOnce, "", Approver{Name: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	other := call("alice", "merge_pull_request", `{"x":1}`)
+	other.HoldFor = time.Millisecond
+	if o, _ := g.HoldCall(context.Background(), other); o.Answer != AnswerPending || o.RequestID == r.ID {
+		t.Fatalf("a call with other arguments got %+v; want a request of its own, pending", o)
+	}
+	if o, _ := g.HoldCall(context.Background(), call("alice", "merge_pull_request", `{}`)); o.Answer != AnswerRun || o.RequestID != r.ID {
+		t.Fatalf("the retry got %+v; want it run under %s", o, r.ID)
+	}
+	if got, _ := g.Get(r.ID); got.Ran != "ran" {
+		t.Fatalf("after the retry the request says ran=%q", got.Ran)
 	}
 	_, err := g.Decide(r.ID, VerdictApprove, ForOnce, "", Approver{Name: "carol"})
-	wantErr(t, err, ErrExpired, "expired")
+	wantErr(t, err, ErrDecided, "already approved")
 }
 
 // An approval once goes to the next held call when the one it went to

@@ -49,9 +49,13 @@ type HoldRequest struct {
 	Fingerprint string
 	// Origin is the file:line of the rule that put the tool on approval.
 	Origin string
-	// Timeout is how long the call may be held: the shortest
-	// approval_timeout_seconds of every scope that applies.
+	// Timeout is how long the request lives, for a human to decide it:
+	// the shortest approval_timeout_seconds of every scope that applies.
 	Timeout time.Duration
+	// HoldFor is how long this call is held in place (HoldOptions); when
+	// it ends with the request still pending, the gate answers
+	// OutcomePending and the request goes on.
+	HoldFor time.Duration
 	// Channel is the approval channel the table names for the server.
 	Channel string
 	// TableDigest and TableSerial identify the deciding table.
@@ -84,6 +88,9 @@ type Verdict struct {
 	RequestID, URL string
 	// By is who decided, when a human did.
 	By string
+	// Expires is when the request expires undecided; set with
+	// OutcomePending.
+	Expires time.Time
 	// Reason, when set, is shown to the agent: the approver's reason for a
 	// denial, or why an approved call could not run (never secrets).
 	Reason string
@@ -108,6 +115,13 @@ const (
 	// serving table no longer holds or allows the call, the approval was
 	// revoked or lapsed, its use could not be recorded).
 	OutcomeNotRun
+	// OutcomePending: the call's hold in place ended with its request
+	// still pending: the agent is told to wait for it (the wait tool)
+	// and then to repeat the call.
+	OutcomePending
+	// OutcomeRefused: no request was made: the principal has too many
+	// pending (Reason says so).
+	OutcomeRefused
 )
 
 // ConsentGate grants reads of ui:// resources (MCP Apps, SEP-1865) that the

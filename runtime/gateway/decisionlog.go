@@ -54,7 +54,10 @@ type Record struct {
 	// Verdict is set for OpApproval: "approved", "denied", "timeout",
 	// "cancelled" (the call ended, undecided, before its hold did),
 	// "ended" (the call's session ended while it was held: deleted, or closed idle),
-	// "duplicate" (folded into an approval once another call used),
+	// "pending" (its hold in place ended with the request pending: the
+	// agent was told to wait for it), "refused" (no request was made: too
+	// many pending), "duplicate" (folded into an approval once another
+	// call used),
 	// "not_run" (approved, but the approval could not be used) or "error".
 	Verdict string
 	// Request is the approval request's id, for OpApproval, when the gate

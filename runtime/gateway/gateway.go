@@ -62,8 +62,12 @@ type Config struct {
 	Tables func(accept func(*decide.Table) error) (*decide.Table, error)
 	// Approvals decides tool calls the table holds for approval. Nil means
 	// none: New and Reload then refuse a table with approval rules for any
-	// configured upstream.
+	// configured upstream. When it is also an ApprovalWaiter, the gateway
+	// lists the wait tool (WaitToolName) to principals with held tools.
 	Approvals ApprovalGate
+	// Holds says how long a held call waits in place before it is
+	// answered with a checkpoint (the request goes on).
+	Holds HoldOptions
 	// Consent grants reads of ui:// resources the table admits. Nil means
 	// none: every ui:// resource stays denied (fail closed).
 	Consent ConsentGate

@@ -227,6 +227,8 @@ type listing struct {
 	// dry is set for a listing no client asked for (to see whether a
 	// principal's listing changed): it decides without logging.
 	dry bool
+	// held is set once a tool held for approval is listed.
+	held bool
 }
 
 func (g *Gateway) listing(principal string) *listing {
@@ -237,6 +239,9 @@ func (g *Gateway) listing(principal string) *listing {
 // A dry listing keeps no records.
 func (l *listing) decide(server string, kind table.Kind, name string, op Op) decide.Decision {
 	d := tableDecide(l.t, l.now, l.principal, server, kind, name)
+	if kind == table.Tool && d.Effect == table.Approve {
+		l.held = true
+	}
 	if !l.dry {
 		l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
 	}
@@ -291,8 +296,18 @@ func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Resu
 	return &mcp.ListToolsResult{Cacheable: private, Tools: tools}, nil
 }
 
-// tools is the tools listing of ls's principal.
+// tools is the tools listing of ls's principal: the upstreams' tools it
+// may call, and the wait tool when one of them is held for approval and
+// the gate can be waited on.
 func (g *Gateway) tools(ls *listing) ([]*mcp.Tool, error) {
+	tools, err := g.upstreamTools(ls)
+	if err == nil && ls.held && g.waiter() != nil {
+		tools = append(tools, waitTool)
+	}
+	return tools, err
+}
+
+func (g *Gateway) upstreamTools(ls *listing) ([]*mcp.Tool, error) {
 	// Held tools are listed: the hold happens on the call.
 	return listNamed(ls, table.Tool, table.Approve,
 		func(c *catalogue) []*mcp.Tool { return c.tools }, func(tool *mcp.Tool) string { return tool.Name },
@@ -464,6 +479,9 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	if err != nil {
 		return nil, err
 	}
+	if r.Params.Name == WaitToolName && g.waiter() != nil {
+		return g.callWaitTool(ctx, principal, r, args)
+	}
 	a, err := g.authorizeCall(principal, r.Params.Name)
 	if err != nil {
 		return nil, err
@@ -538,7 +556,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	d := a.decision
 	timeout := time.Duration(d.ApprovalTimeoutSeconds) * time.Second
 	if timeout <= 0 {
-		timeout = 300 * time.Second
+		timeout = DefaultRequestLife
 	}
 	recheck := func() error {
 		t := g.table.Load()
@@ -562,6 +580,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	if ci := r.ClientInfo(); ci != nil {
 		req.Client = strings.TrimSpace(ci.Name + " " + ci.Version)
 	}
+	req.HoldFor = g.cfg.Holds.holdFor(principal, clientName(r), r.Params.GetProgressToken() != nil && r.Session != nil)
 	if tok := r.Params.GetProgressToken(); tok != nil && r.Session != nil {
 		var n float64
 		req.Progress = func(message string) {
@@ -576,7 +595,11 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	if g.cfg.Approvals == nil {
 		err = errors.New("no approval gate is configured")
 	} else {
-		hctx, cancel := context.WithTimeout(ctx, timeout)
+		// The gate answers when the hold in place ends or the request
+		// expires; no call outlives its request (and a second more, so
+		// that the request's own expiry comes first), whatever the gate
+		// does.
+		hctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
 		var sessionEnded, clientGone atomic.Bool
 		if req.Session != "" {
 			remove := g.held.add(req.Session, principal, func() { sessionEnded.Store(true); cancel() })
@@ -595,6 +618,14 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			} else {
 				verdict = "approved"
 			}
+		case err == nil && v.Outcome == OutcomePending && (clientGone.Load() || ctx.Err() != nil):
+			// The call was given up (cancelled, or its client went
+			// away); its request goes on.
+			verdict = "cancelled"
+		case err == nil && v.Outcome == OutcomePending:
+			verdict = "pending"
+		case err == nil && v.Outcome == OutcomeRefused:
+			verdict = "refused"
 		case clientGone.Load() || ctx.Err() != nil && (err == nil && v.Outcome == OutcomeTimedOut && v.Reason == "" || errors.Is(err, context.Canceled)):
 			// The call ended before its hold did, no one having decided:
 			// the client cancelled it (notifications/cancelled, as a
@@ -619,8 +650,11 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		g.logger.Error("decision log write failed", "error", lerr.Error())
 		return nil, nil, errLogFailed
 	}
-	if verdict == "approved" {
+	switch verdict {
+	case "approved":
 		return canon, nil, nil
+	case "pending":
+		return nil, checkpoint(name, d.ApprovalChannel, v), nil
 	}
 	return nil, toolError(heldText(name, verdict, timeout, v, err)), nil
 }
@@ -663,7 +697,9 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 	case "duplicate":
 		return fmt.Sprintf("policyc gateway: the call to %s was identical to another call held for the same approval%s, which was approved once: that call ran, and this one did not. Do not retry it: the approved call has run once already.", name, req)
 	case "cancelled":
-		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and was cancelled before anyone decided, so it did not run. %s; tell the user.", name, req, dontRouteAround)
+		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and was cancelled before anyone decided, so it did not run; the request stays pending until it expires. %s; tell the user.", name, req, dontRouteAround)
+	case "refused":
+		return fmt.Sprintf("policyc gateway: the call to %s needs a human's approval and no request was made: %s. It did not run. %s; tell the user.", name, v.Reason, dontRouteAround)
 	case "ended":
 		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and its session ended before anyone decided, so it did not run. %s; tell the user.", name, req, dontRouteAround)
 	case "not_run":

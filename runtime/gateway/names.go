@@ -56,6 +56,8 @@ func CheckUpstreamName(name string) error {
 		return fmt.Errorf("upstream name %q contains %q, the separator of namespaced tool and prompt names; rename the server (in the policy too)", name, Separator)
 	case strings.HasSuffix(name, "_"):
 		return fmt.Errorf("upstream name %q ends in '_', which would make namespaced names ambiguous; rename the server (in the policy too)", name)
+	case name == ReservedServer:
+		return fmt.Errorf("upstream name %q is reserved for the gateway's own tools (%s); rename the server (in the policy too)", name, WaitToolName)
 	}
 	return nil
 }

@@ -36,15 +36,16 @@ func TestCheckUpstreamName(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"":      "empty",
-		"a__b":  `contains "__"`,
-		"gh_":   "ends in '_'",
-		"-x":    "letters, digits",
-		"a b":   "letters, digits",
-		"_x":    "letters, digits",
-		"ü":     "letters, digits",
-		"a/b":   "letters, digits",
-		"a___b": `contains "__"`,
+		"":        "empty",
+		"a__b":    `contains "__"`,
+		"gh_":     "ends in '_'",
+		"-x":      "letters, digits",
+		"a b":     "letters, digits",
+		"_x":      "letters, digits",
+		"ü":       "letters, digits",
+		"a/b":     "letters, digits",
+		"a___b":   `contains "__"`,
+		"policyc": "reserved for the gateway's own tools (policyc__wait_for_approval)",
 	} {
 		if err := CheckUpstreamName(name); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", name, err, want)

@@ -112,3 +112,16 @@ func mustString(b []byte) string {
 	json.Unmarshal(b, &s)
 	return s
 }
+
+func BenchmarkString(b *testing.B) {
+	for _, c := range []struct{ name, s string }{
+		{"safe", "claude-code 2.1.0 (darwin; arm64) github / merge_pull_request"},
+		{"attack", "claude-code 2.1\x1b[2K\r\x1b[1A\x1b[2K\rtool:        github / read_file (read-only)\u202e"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = String(c.s)
+			}
+		})
+	}
+}

@@ -148,14 +148,21 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("second revoke: %d %q", st, e.Error)
 	}
 
-	// Expired: 409.
+	// Expired: 409. The call left long before; the request outlived it
+	// until its own time was up.
+	clk := newClock()
+	g2 := openGate(t, "", func(c *Config) { c.Now = clk.Now })
+	srv2 := adminServer(t, g2)
 	ctx, cancel := context.WithCancel(context.Background())
-	gone := hold(ctx, g, call("alice", "delete_branch", `{}`))
-	r2 := pendingFor(t, g, "alice", "delete_branch", 1)
+	gone := hold(ctx, g2, call("alice", "delete_branch", `{}`))
+	r2 := pendingFor(t, g2, "alice", "delete_branch", 1)
 	cancel()
-	recv(t, gone)
+	if h := recv(t, gone); h.o.Answer != AnswerPending {
+		t.Fatalf("the call that left: %v", h.o.Answer)
+	}
+	clk.Add(11 * time.Second)
 	e = ErrorBody{}
-	if st := apiCall(t, srv, carolToken, "POST", "/api/v1/requests/"+r2.ID+"/approve", `{}`, &e); st != 409 || !strings.Contains(e.Error, "expired") {
+	if st := apiCall(t, srv2, carolToken, "POST", "/api/v1/requests/"+r2.ID+"/approve", `{}`, &e); st != 409 || !strings.Contains(e.Error, "expired") {
 		t.Fatalf("approve expired: %d %q", st, e.Error)
 	}
 }

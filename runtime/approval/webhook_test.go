@@ -128,8 +128,8 @@ func TestWebhookFailureNotApproval(t *testing.T) {
 	c := call("alice", "merge_pull_request", `{}`)
 	c.Channel = hook
 	// Long enough for every attempt on a loaded machine: the request must
-	// still be pending once the delivery has failed. The call then ends
-	// undecided when its client gives up.
+	// still be pending once the delivery has failed. When the client gives
+	// up, its call is answered pending and the request goes on, undecided.
 	c.Timeout = time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -144,8 +144,11 @@ func TestWebhookFailureNotApproval(t *testing.T) {
 	}
 	cancel()
 	h := recv(t, ch)
-	if h.o.Answer != AnswerTimedOut {
-		t.Fatalf("a call whose channel failed got %v, want it to end undecided", h.o.Answer)
+	if h.o.Answer != AnswerPending {
+		t.Fatalf("a call whose channel failed got %v, want it answered pending", h.o.Answer)
+	}
+	if got, _ := g.Get(r.ID); got.Status != Pending || got.Decision != nil {
+		t.Fatalf("after the call left the request is %s, decision %+v", got.Status, got.Decision)
 	}
 	if !strings.Contains(readFile(t, g.cfg.StateDir, AuditFile), `"event":"notify_failed"`) {
 		t.Fatal("the failed delivery is not in the audit log")

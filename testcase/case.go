@@ -109,6 +109,7 @@ func Parse(files []compiler.File) ([]*Case, []compiler.Diagnostic) {
 			}
 		}
 	}
+	diags = dropMissing(diags)
 	slices.SortStableFunc(cases, func(a, b *Case) int {
 		return cmp.Or(compiler.CompareDiagnostics(compiler.Diagnostic{Pos: a.Pos}, compiler.Diagnostic{Pos: b.Pos}),
 			cmp.Compare(a.FullName(), b.FullName()))
@@ -144,7 +145,7 @@ func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, 
 		s, found := str(field)
 		if !found && ok && !v.LookupPath(cue.MakePath(cue.Str(field))).Exists() {
 			problems = append(problems, compiler.Diagnostic{Pos: pos, Code: compiler.CodeType, Severity: compiler.Error, Path: path,
-				Message:    fmt.Sprintf("%s: the case has no %s: %s", path, field, what),
+				Message:    fmt.Sprintf("%s%s%s: %s", path, missingField, field, what),
 				Suggestion: "add it, for example " + example[field]})
 			ok = false
 		}
@@ -174,6 +175,27 @@ func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, 
 		return nil, problems
 	}
 	return c, problems
+}
+
+// missingField marks the diagnostics decodeCase gives for a required field
+// that is missing.
+const missingField = ": the case has no "
+
+// dropMissing drops the diagnostic of a missing field of a case that has a
+// problem the schema reported: an unknown key is most often the missing
+// field misspelt (expcet), and its suggestion says so.
+func dropMissing(diags []compiler.Diagnostic) []compiler.Diagnostic {
+	reported := map[string]bool{}
+	for _, d := range diags {
+		if !strings.Contains(d.Message, missingField) {
+			if i := strings.LastIndexByte(d.Path, '.'); i > 0 {
+				reported[d.Path[:i]] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(diags, func(d compiler.Diagnostic) bool {
+		return strings.Contains(d.Message, missingField) && reported[d.Path]
+	})
 }
 
 // example is what a missing required field could be.

@@ -34,13 +34,13 @@ type RuleCoverage struct {
 }
 
 // Label is the rule as explain names it, with its block:
-// allow_list "get_*" (server scope, github's tools).
+// allow_list "get_*" (server scope, tools of github).
 func (rc *RuleCoverage) Label() string {
 	server := rc.Server
 	if server == "*" {
 		server = "every server"
 	}
-	return fmt.Sprintf("%s %q (%s scope, %s's %ss)", listOf(rc.Effect), rc.Pattern, rc.Scope, server, rc.Kind)
+	return fmt.Sprintf("%s %q (%s scope, %ss of %s)", listOf(rc.Effect), rc.Pattern, rc.Scope, rc.Kind, server)
 }
 
 // Coverage is every rule of the table with the cases of a run it decided.

@@ -203,7 +203,7 @@ func parseRef(s string) (ref *ruleRef, problem, suggestion string) {
 // refText is how a message names what a ref names.
 func refText(ref *ruleRef) string {
 	if ref.origin != "" {
-		return "written at " + ref.origin
+		return "written at " + clip.Quote(ref.origin) // quoted: as the case wrote it, relative to the policy directory
 	}
 	s := fmt.Sprintf("%s %q", ref.list, ref.pattern)
 	if ref.scope != "" {

@@ -103,14 +103,14 @@ func TestRunPasses(t *testing.T) {
 		got[rc.Label()] = rc.Cases
 	}
 	want := map[string]int{
-		`allow_list "get_*" (server scope, github's tools)`:                        2,
-		`allow_list "list_*" (server scope, github's tools)`:                       0, // carol and contractors are denied by their scope
-		`approval_list "merge_pull_request" (server scope, github's tools)`:        1,
-		`deny_list "delete_repository" (server scope, github's tools)`:             1,
-		`deny_list "get_secret" (server scope, github's tools)`:                    0,
-		`allow_list "summarize" (server scope, github's prompts)`:                  1,
-		`deny_list "merge_pull_request" (group:contractors scope, github's tools)`: 1,
-		`allow_list "get_*" (group:contractors scope, github's tools)`:             1, // kept contractors' get_issue
+		`allow_list "get_*" (server scope, tools of github)`:                        2,
+		`allow_list "list_*" (server scope, tools of github)`:                       0, // carol and contractors are denied by their scope
+		`approval_list "merge_pull_request" (server scope, tools of github)`:        1,
+		`deny_list "delete_repository" (server scope, tools of github)`:             1,
+		`deny_list "get_secret" (server scope, tools of github)`:                    0,
+		`allow_list "summarize" (server scope, prompts of github)`:                  1,
+		`deny_list "merge_pull_request" (group:contractors scope, tools of github)`: 1,
+		`allow_list "get_*" (group:contractors scope, tools of github)`:             1, // kept contractors' get_issue
 	}
 	for label, n := range want {
 		if got[label] != n {
@@ -208,8 +208,8 @@ cases: g: {
 		"tests/a.cue:5:12: error[type-error]: cases.g.group.groups: group \"contractor\" is not defined in the policy's groups\n\tdid you mean \"contractors\"?",
 		"cases.g.both.groups: a case names a principal or a set of groups, not both",
 		"tests/a.cue:7:58: error[type-error]: cases.g.prompt.expect: a prompt is never held for approval",
-		"cases.g.line.rule: no rule of github's tools is written at policy.cue:99\n\tdid you mean \"policy.cue:9\"?",
-		"cases.g.rooted.rule: no rule of github's tools is written at p/policy.cue:8\n\torigins are relative to the policy directory: did you mean \"policy.cue:8\"?",
+		"cases.g.line.rule: no rule of github's tools is written at \"policy.cue:99\"\n\tdid you mean \"policy.cue:9\"?",
+		"cases.g.rooted.rule: no rule of github's tools is written at \"p/policy.cue:8\"\n\torigins are relative to the policy directory: did you mean \"policy.cue:8\"?",
 		`cases.g.effect.rule: deny_list "delete_repository" (server scope) decides deny, so a case it decides cannot be allow`,
 		`cases.g.keeps.rule: allow_list "get_*" (group:contractors scope) is an allow_list entry of group:contractors, which never decides a case`,
 		"cases.g.default.rule: no default holds a call for approval",

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -18,8 +20,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	segjson "github.com/segmentio/encoding/json"
 
+	"github.com/policyc/policyc/internal/authlimit"
+	"github.com/policyc/policyc/runtime/gateway/identity"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -29,6 +34,13 @@ type HTTPOptions struct {
 	// that presents it. A request with no token or an unknown one is
 	// answered 401 and reaches nothing.
 	Tokens map[string]string
+	// OAuth, when set, also admits the access tokens of identity
+	// providers (OAuth, beside Tokens or instead of them).
+	OAuth *OAuthOptions
+	// AuthLimit counts refused tokens per source; a source past its limit
+	// is answered 429 before its token is looked at. Default a limiter
+	// with authlimit's defaults.
+	AuthLimit *authlimit.Limiter
 	// IdleTimeout closes a session after this long without a request.
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -55,6 +67,22 @@ func (o HTTPOptions) WithDefaults() HTTPOptions {
 	}
 	return o
 }
+
+// OAuthOptions make the HTTP front an OAuth 2.1 resource server: it
+// serves its protected resource metadata (RFC 9728) at
+// MetadataPath, names it in the WWW-Authenticate header of every 401,
+// and admits the access tokens Verifier accepts.
+type OAuthOptions struct {
+	Verifier *identity.Verifier
+	// Scopes are the scopes every access token must carry; a token
+	// without one of them is answered 403 with the scopes needed. Static
+	// tokens carry them all.
+	Scopes []string
+}
+
+// MetadataPath is where the HTTP front serves its protected resource
+// metadata (RFC 9728) when it admits access tokens.
+const MetadataPath = "/.well-known/oauth-protected-resource"
 
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
@@ -87,15 +115,39 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		tokens[k] = p
 	}
-	if len(tokens) == 0 {
-		return nil, errors.New("no bearer tokens: the HTTP front admits only clients with a configured token")
+	oauth := opts.OAuth
+	if oauth != nil && oauth.Verifier == nil {
+		return nil, errors.New("OAuth options without a verifier")
 	}
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		p, ok := tokens[sha256.Sum256([]byte(token))]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: p}, nil
+	if len(tokens) == 0 && oauth == nil {
+		return nil, errors.New("no bearer tokens: the HTTP front admits only clients with a configured token or an identity provider's access token")
+	}
+	if oauth != nil && oauth.Verifier.MapsGroups() {
+		return nil, errors.New("groups from token claims are not decided on yet: remove the issuers' groups_claim")
+	}
+	limit := opts.AuthLimit
+	if limit == nil {
+		limit = authlimit.New(authlimit.Options{})
+	}
+	a := &authenticator{g: g, tokens: tokens, limit: limit}
+	bearer := &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}
+	var metadata http.Handler
+	var metadataPaths []string
+	if oauth != nil {
+		a.verifier = oauth.Verifier
+		a.scopes = slices.Clone(oauth.Scopes)
+		bearer.Scopes = a.scopes
+		bearer.ClockSkew = oauth.Verifier.Skew()
+		var metaURL string
+		metaURL, metadataPaths = metadataLocation(oauth.Verifier.Resource())
+		bearer.ResourceMetadataURL = metaURL
+		metadata = auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:               oauth.Verifier.Resource(),
+			AuthorizationServers:   oauth.Verifier.IssuerURLs(),
+			ScopesSupported:        a.scopes,
+			BearerMethodsSupported: []string{"header"},
+			ResourceName:           "policyc gateway",
+		})
 	}
 	opts = opts.WithDefaults()
 	server := func(r *http.Request) *mcp.Server {
@@ -123,16 +175,150 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		versions:    versions,
 		unsupported: fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(versions, ",")),
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(front)
+	authed := auth.RequireBearerToken(a.verify, bearer)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Past the token check: the front writes to the connection
+		// itself, not through the challenge.
+		if c, ok := w.(*challenge); ok {
+			w = c.ResponseWriter
+		}
+		front.ServeHTTP(w, r)
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if metadata != nil && slices.Contains(metadataPaths, r.URL.Path) {
+			// Public, as RFC 9728 has it: how to get a token is no
+			// secret.
+			metadata.ServeHTTP(w, r)
+			return
+		}
 		if r.URL.Path != HTTPPath {
 			// Before the token is checked: where MCP is served is no
 			// secret, and a mistyped path says so at once.
 			http.Error(w, fmt.Sprintf("404 not found: the gateway serves MCP at %s, not %s", HTTPPath, r.URL.Path), http.StatusNotFound)
 			return
 		}
-		authed.ServeHTTP(w, r)
+		src := authlimit.Source(r)
+		if wait, ok := limit.Allow(src); !ok {
+			// Before the token is looked at: a source that keeps
+			// presenting refused tokens waits, good token or not.
+			w.Header().Set("Retry-After", authlimit.Seconds(wait))
+			http.Error(w, fmt.Sprintf("Too Many Requests: too many refused tokens from %s; retry in %s s", src, authlimit.Seconds(wait)), http.StatusTooManyRequests)
+			return
+		}
+		c := &challenge{ResponseWriter: w, r: r, logger: g.logger}
+		authed.ServeHTTP(c, r.WithContext(context.WithValue(r.Context(), challengeKey{}, c)))
 	}), nil
+}
+
+// metadataLocation is where the protected resource metadata of resource
+// is (RFC 9728, section 3.1: the well-known path inserted between the host
+// and the resource's path), and the paths the front answers it at: that
+// URL's path and, for a resource with a path of its own (behind a proxy),
+// MetadataPath too.
+func metadataLocation(resource string) (string, []string) {
+	u, err := url.Parse(resource)
+	if err != nil {
+		return "", []string{MetadataPath}
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = MetadataPath+path, "", "", ""
+	paths := []string{MetadataPath}
+	if path != "" {
+		paths = append(paths, MetadataPath+path)
+	}
+	return u.String(), paths
+}
+
+// authenticator decides whose a bearer token is: a static token's
+// principal, or the identity an access token's claims give.
+type authenticator struct {
+	g        *Gateway
+	tokens   map[[sha256.Size]byte]string
+	verifier *identity.Verifier // nil: static tokens only
+	scopes   []string           // what every access token must carry
+	limit    *authlimit.Limiter
+}
+
+// verify is the SDK's TokenVerifier. A refusal is logged, with what the
+// token says of itself but never the token, and counted against its
+// source.
+func (a *authenticator) verify(ctx context.Context, token string, r *http.Request) (*auth.TokenInfo, error) {
+	if p, ok := a.tokens[sha256.Sum256([]byte(token))]; ok {
+		// A static token carries every scope the front asks for.
+		return &auth.TokenInfo{UserID: p, Scopes: a.scopes}, nil
+	}
+	if a.verifier == nil {
+		a.refused(r, "unknown_token", "", "", "")
+		return nil, auth.ErrInvalidToken
+	}
+	id, err := a.verifier.Verify(ctx, token)
+	if err != nil {
+		var ref *identity.Refusal
+		if !errors.As(err, &ref) {
+			// The verifier refuses with a Refusal; anything else is the
+			// request's context ending.
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		reason := ref.Reason
+		if reason == identity.Malformed && len(a.tokens) > 0 {
+			reason = "unknown_token" // not a JWT: a static token mistyped, or a guess
+		}
+		a.refused(r, string(reason), ref.Issuer, ref.Subject, ref.Detail)
+		return nil, fmt.Errorf("%w: %s", auth.ErrInvalidToken, strings.TrimPrefix(ref.Error(), "token refused: "))
+	}
+	if c, ok := r.Context().Value(challengeKey{}).(*challenge); ok {
+		c.who = id
+	}
+	return &auth.TokenInfo{UserID: id.Principal, Scopes: id.Scopes, Expiration: id.Expiry}, nil
+}
+
+// refused logs a refused token and counts it against its source.
+func (a *authenticator) refused(r *http.Request, reason, issuer, subject, detail string) {
+	src := authlimit.Source(r)
+	a.limit.Failed(src)
+	attrs := []any{"reason", reason, "source", src}
+	if issuer != "" {
+		attrs = append(attrs, "issuer", issuer)
+	}
+	if subject != "" {
+		attrs = append(attrs, "subject", subject)
+	}
+	if detail != "" {
+		attrs = append(attrs, "detail", detail)
+	}
+	a.g.logger.Warn("token refused", attrs...)
+}
+
+type challengeKey struct{}
+
+// challenge is the response to a request while its token is checked. The
+// SDK's middleware answers a refused token with a WWW-Authenticate header
+// naming the metadata and the scopes; challenge adds the error code RFC
+// 6750 (section 3.1) asks for, invalid_token on a 401 to a request that
+// had a token, insufficient_scope on a 403, and logs the latter.
+type challenge struct {
+	http.ResponseWriter
+	r      *http.Request
+	logger *slog.Logger
+	who    *identity.Identity // the access token's identity, once verified
+}
+
+func (c *challenge) WriteHeader(code int) {
+	h := c.Header()
+	if v := h.Get("WWW-Authenticate"); strings.HasPrefix(v, "Bearer ") {
+		switch {
+		case code == http.StatusUnauthorized && c.r.Header.Get("Authorization") != "":
+			h.Set("WWW-Authenticate", `Bearer error="invalid_token", `+strings.TrimPrefix(v, "Bearer "))
+		case code == http.StatusForbidden:
+			h.Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(v, "Bearer "))
+			attrs := []any{"reason", "insufficient_scope", "source", authlimit.Source(c.r)}
+			if c.who != nil {
+				attrs = append(attrs, "principal", c.who.Principal, "issuer", c.who.Issuer, "subject", c.who.Subject,
+					"scopes", strings.Join(c.who.Scopes, " "))
+			}
+			c.logger.Warn("token refused", attrs...)
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
 }
 
 // httpFront routes each request to one of the SDK's two streamable

@@ -40,11 +40,12 @@ created if missing):
   policyc.cue                     the lint configuration
   .pre-commit-config.yaml         runs 'policyc lint --staged' before every commit
   .github/workflows/policyc.yml   on pull requests, lints (SARIF into code
-                                  scanning) and posts the decisions that
-                                  change; on main, compiles --rev HEAD, signs
-                                  with the POLICYC_SIGNING_KEY secret
-                                  (--key-env) and verifies the table; the
-                                  same workflow as examples/ci
+                                  scanning), runs policyc test and posts the
+                                  decisions that change; on main, tests and
+                                  compiles --rev HEAD, signs with the
+                                  POLICYC_SIGNING_KEY secret (--key-env) and
+                                  verifies the table; the same workflow as
+                                  examples/ci
 
 The example compiles and lints clean. init never overwrites a file: if any of
 them exists, it writes nothing and exits 3.

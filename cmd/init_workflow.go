@@ -15,10 +15,13 @@ func ciWorkflow(version, policyDir string) string {
 const ciWorkflowTemplate = `# policyc in GitHub Actions, for a repository that keeps its MCP access
 # policy in POLICY_DIR (CUE) and the public signing key in TRUSTED_KEY.
 #
-#   pull request   lint (findings in code scanning, via SARIF) and the
-#                  semantic diff of decisions posted as a PR comment
-#   push to main   compile the merged commit, sign it, verify it with the
-#                  public key the gateways trust, upload it as an artifact
+#   pull request   lint (findings in code scanning, via SARIF), the test
+#                  cases in POLICY_DIR/tests (failures annotated at their
+#                  case) and the semantic diff of decisions posted as a PR
+#                  comment
+#   push to main   test the merged commit, compile it, sign it, verify it
+#                  with the public key the gateways trust, upload it as an
+#                  artifact
 #   weekly         re-sign main, so the table's expiry never lapses
 #
 # Signing needs, once: a key pair from 'policyc keygen -o policyc-ci', the
@@ -87,6 +90,26 @@ jobs:
           policyc lint "$POLICY_DIR" --format github || true
           exit 1
 
+  test:
+    if: github.event_name == 'pull_request'
+    runs-on: ubuntu-latest
+    permissions:
+      contents: read
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-go@v5
+        with:
+          go-version: "1.26"
+          cache: false
+      - name: Install policyc
+        run: go install "github.com/policyc/policyc/cmd/policyc@${POLICYC_VERSION}"
+      - name: Test
+        # Every case of POLICY_DIR/tests decided by the compiled table; a
+        # failed case is annotated at its position, with the rule that
+        # decided it. Exit 1: a case failed. --coverage also notes each rule
+        # no case exercises.
+        run: policyc test "$POLICY_DIR" --coverage --format github
+
   diff:
     if: github.event_name == 'pull_request'
     runs-on: ubuntu-latest
@@ -153,6 +176,9 @@ jobs:
           cache: false
       - name: Install policyc
         run: go install "github.com/policyc/policyc/cmd/policyc@${POLICYC_VERSION}"
+      - name: Test the commit
+        # No table is signed for a commit whose test cases fail.
+        run: policyc test --rev HEAD "$POLICY_DIR"
       - name: Compile the commit and sign it
         # The key is read from the environment variable named by --key-env;
         # it never appears on a command line.

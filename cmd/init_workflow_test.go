@@ -32,6 +32,8 @@ func TestCIWorkflowIsTheExample(t *testing.T) {
 		`policyc compile --rev HEAD "$POLICY_DIR"`,
 		"--key-env POLICYC_SIGNING_KEY",
 		`policyc verify policy.table.signed.json --trust "$TRUSTED_KEY"`,
+		`policyc test "$POLICY_DIR" --coverage --format github`,
+		`policyc test --rev HEAD "$POLICY_DIR"`,
 		"fetch-depth: 0",
 		"POLICYC_VERSION: v" + compiler.Version,
 	} {

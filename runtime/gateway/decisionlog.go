@@ -3,11 +3,13 @@ package gateway
 import (
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/principal"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -42,7 +44,9 @@ func (o Op) String() string {
 // Record is one decision, as the decision log keeps it. It never holds a
 // call's arguments: only who asked for what, and what the table said.
 type Record struct {
-	Time      time.Time
+	Time time.Time
+	// Principal is who asked: a principal's name, or a principal.Ref of
+	// an access token's principal, groups, issuer and subject.
 	Principal string
 	Server    string
 	Kind      table.Kind
@@ -93,8 +97,10 @@ type BatchLog interface {
 //	 "kind":"tool","name":"create_issue","op":"call","decision":"allow","reason":"rule",
 //	 "scope":"server","origin":"github.cue:5","table_digest":"sha256:…","table_serial":42}
 //
-// "verdict" (and "request", the approval request's id, when the gate named
-// one) is added for approval records; "scope" and "origin" are empty when
+// "groups", "issuer" and "subject" follow "principal" for a client of an
+// identity provider's access token (Record.Principal is then a
+// principal.Ref). "verdict" (and "request", the approval request's id,
+// when the gate named one) is added for approval records; "scope" and "origin" are empty when
 // no rule or default decided (an unknown server, a ui:// resource off the
 // allowlist).
 type JSONLog struct {
@@ -142,7 +148,7 @@ func AppendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"time":"`...)
 	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","principal":`...)
-	b = appendString(b, r.Principal)
+	b = appendPrincipal(b, r.Principal)
 	b = append(b, `,"server":`...)
 	b = appendString(b, r.Server)
 	b = append(b, `,"kind":"`...)
@@ -172,6 +178,38 @@ func AppendRecord(b []byte, r *Record) []byte {
 	b = append(b, `,"table_serial":`...)
 	b = strconv.AppendUint(b, r.TableSerial, 10)
 	return append(b, "}\n"...)
+}
+
+// appendPrincipal appends the principal's name as a JSON string and, for
+// a reference from an access token (principal.Ref), its groups, issuer and
+// subject as fields of their own: "principal":"bob","groups":["ops"],
+// "issuer":"https://idp.example.com","subject":"248289761001". The token
+// itself is never in a record.
+func appendPrincipal(b []byte, ref string) []byte {
+	name := principal.Name(ref)
+	b = appendString(b, name)
+	if len(name) == len(ref) {
+		return b
+	}
+	if groups := principal.Groups(ref); groups != "" {
+		b = append(b, `,"groups":[`...)
+		for i := 0; groups != ""; i++ {
+			var g string
+			g, groups, _ = strings.Cut(groups, ",")
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, g)
+		}
+		b = append(b, ']')
+	}
+	if iss := principal.Issuer(ref); iss != "" {
+		b = append(b, `,"issuer":`...)
+		b = appendString(b, iss)
+		b = append(b, `,"subject":`...)
+		b = appendString(b, principal.Subject(ref))
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"

@@ -90,20 +90,38 @@ func Groups(ref string) string {
 	return ""
 }
 
+// Issuer and Subject are ref's issuer and subject, "" when it has none.
+// They are substrings of ref.
+func Issuer(ref string) string {
+	iss, _ := issuerSubject(ref)
+	return iss
+}
+
+// Subject is ref's subject, "" when it has none.
+func Subject(ref string) string {
+	_, sub := issuerSubject(ref)
+	return sub
+}
+
+func issuerSubject(ref string) (iss, sub string) {
+	i := strings.Index(ref, issuerKey)
+	if i < 0 {
+		return "", ""
+	}
+	rest := ref[i+len(issuerKey):]
+	if j := strings.Index(rest, subjectKey); j >= 0 {
+		return rest[:j], rest[j+len(subjectKey):]
+	}
+	return rest, ""
+}
+
 // Parse splits ref into its parts.
 func Parse(ref string) Parts {
 	p := Parts{Name: Name(ref)}
 	if g := Groups(ref); g != "" {
 		p.Groups = strings.Split(g, ",")
 	}
-	if i := strings.Index(ref, issuerKey); i >= 0 {
-		rest := ref[i+len(issuerKey):]
-		if j := strings.Index(rest, subjectKey); j >= 0 {
-			p.Issuer, p.Subject = rest[:j], rest[j+len(subjectKey):]
-		} else {
-			p.Issuer = rest
-		}
-	}
+	p.Issuer, p.Subject = issuerSubject(ref)
 	return p
 }
 

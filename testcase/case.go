@@ -219,17 +219,8 @@ func Filter(cases []*Case, match func(string) bool) []*Case {
 	return out
 }
 
-// describe names who a case is about, for messages.
-func (c *Case) describe() string {
-	switch {
-	case c.Principal != "":
-		return c.Principal
-	case c.Groups != nil:
-		return "a member of " + groupList(c.Groups)
-	}
-	return "anyone"
-}
-
+// groupList names groups for messages and for the principal a case
+// naming them is decided as.
 func groupList(groups []string) string {
 	if len(groups) == 0 {
 		return "no group"

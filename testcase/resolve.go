@@ -97,7 +97,7 @@ func Check(cases []*Case, t *table.Table) []compiler.Diagnostic {
 				path := "cases." + c.Group + "." + c.Name + ".principal"
 				diags = append(diags, compiler.Diagnostic{Pos: c.At("principal"), Code: compiler.CodeType, Severity: compiler.Warning, Path: path,
 					Message:    fmt.Sprintf("%s: principal %s is in no group and has no scope of its own, so the case is decided as anyone without one", path, clip.Quote(p)),
-					Suggestion: fmt.Sprintf("did you mean %q? (a principal the policy does not name is a case of its own: then write it so on purpose)", near)})
+					Suggestion: fmt.Sprintf("did you mean %q?", near)})
 			}
 		}
 	}

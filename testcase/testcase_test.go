@@ -1,7 +1,6 @@
 package testcase
 
 import (
-	"math/big"
 	"strings"
 	"testing"
 
@@ -223,6 +222,28 @@ cases: g: {
 	}
 }
 
+// TestPrincipalNearAKnownOne: a principal the policy does not name, close
+// to one it does, is a warning (the case runs, as anyone without a scope
+// of their own); one far from every name is no problem at all.
+func TestPrincipalNearAKnownOne(t *testing.T) {
+	res := compileTest(t, testPolicy)
+	cases := parseTest(t, `package tests
+
+cases: g: {
+	"typo": {principal: "carol@exmaple.com", server: "github", name: "get_issue", expect: "allow"}
+	"outsider": {principal: "mallory@corp.test", server: "github", name: "get_issue", expect: "allow"}
+}
+`)
+	ds := Check(cases, res.Table)
+	if len(ds) != 1 || ds[0].Severity != compiler.Warning || compiler.HasErrors(ds) {
+		t.Fatalf("want one warning, got:\n%s", formatAll(ds))
+	}
+	want := "tests/a.cue:4:11: warning[type-error]: cases.g.typo.principal: principal \"carol@exmaple.com\" is in no group and has no scope of its own, so the case is decided as anyone without one\n\tdid you mean \"carol@example.com\"?"
+	if got := ds[0].Format(""); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 func TestPercentNeverRoundsUp(t *testing.T) {
 	for _, tc := range []struct {
 		covered, counted int
@@ -254,5 +275,4 @@ func TestPercentNeverRoundsUp(t *testing.T) {
 	if _, ok := ParsePercent("99.95"); !ok {
 		t.Error("99.95 does not parse")
 	}
-	_ = big.NewRat
 }

@@ -239,7 +239,7 @@ func writeExplainText(w io.Writer, root, principal, server, kind, name string, e
 		fmt.Fprintf(w, "  normal form: %q (decided too: an upstream may read the URI so)\n", ex.Normal)
 	}
 	if d.Effect == table.Approve {
-		fmt.Fprintf(w, "  approval:   held up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)
+		fmt.Fprintf(w, "  approval:   a request lives up to %ds, asked through channel %q\n", d.ApprovalTimeoutSeconds, d.ApprovalChannel)
 	}
 	if d.Consent {
 		fmt.Fprintf(w, "  consent:    read needs consent through channel %q (SEP-1865)\n", d.ConsentChannel)

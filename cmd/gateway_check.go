@@ -54,8 +54,12 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 		line += "; admin on " + s.AdminAddress
 	}
 	fmt.Fprintf(w, "  approvals: %s\n", line)
-	fmt.Fprintf(w, "  holds:     progress every %ds; approve once used within %ds; consent waits %ds\n",
-		s.Approvals.ProgressInterval/time.Second, s.Approvals.OnceWindow/time.Second, s.Approvals.ConsentWait/time.Second)
+	withProgress := "as long as the request lives"
+	if p := s.Gateway.Holds.WithProgress; p > 0 {
+		withProgress = fmt.Sprintf("%ds", p/time.Second)
+	}
+	fmt.Fprintf(w, "  holds:     in place %ds (with progress: %s, every %ds); approve once used within %ds; consent waits %ds\n",
+		s.Gateway.Holds.InPlace/time.Second, withProgress, s.Approvals.ProgressInterval/time.Second, s.Approvals.OnceWindow/time.Second, s.Approvals.ConsentWait/time.Second)
 }
 
 // sortedChannelNames lists the channels a table defines, those of the

@@ -33,8 +33,9 @@ import (
 // Version is the compiler version recorded in every table.
 const Version = "0.1.0"
 
-// DefaultApprovalTimeout is approval_timeout_seconds when a policy sets none.
-const DefaultApprovalTimeout = 300
+// DefaultApprovalTimeout is approval_timeout_seconds when a policy sets
+// none: how long an approval request lives, for a human to decide it.
+const DefaultApprovalTimeout = 900
 
 // Input is what to compile.
 type Input struct {

@@ -12,16 +12,19 @@ import (
 	"github.com/policyc/policyc/runtime/table"
 )
 
-// DefaultMaxApprovalTimeout is the longest approval hold, in seconds, that
-// approval-timeout-too-long accepts unless the lint configuration says
-// otherwise: the MCP TypeScript SDK gives up on a request after 60 s by
-// default, and so do the hosts built on it (docs/lint.md lists them).
-const DefaultMaxApprovalTimeout = 60
+// DefaultMaxApprovalTimeout is the longest life of an approval request, in
+// seconds, that approval-timeout-too-long accepts unless the lint
+// configuration says otherwise: a working day; a request open longer is
+// usually forgotten by the agent and its user alike. A request's life is
+// not how long a call waits in place: the gateway answers a held call
+// before hosts give up on it, and the agent waits for the request through
+// the gateway's wait tool.
+const DefaultMaxApprovalTimeout = 28800
 
 // ReachOptions tunes the reachability analysis.
 type ReachOptions struct {
-	// MaxApprovalTimeout is the longest approval hold, in seconds, that
-	// hosts are assumed to wait for; 0 means DefaultMaxApprovalTimeout.
+	// MaxApprovalTimeout is the longest life of an approval request, in
+	// seconds, the team allows; 0 means DefaultMaxApprovalTimeout.
 	MaxApprovalTimeout int
 	// Budget bounds the work of the analysis, in glob.Budget units; 0
 	// means ReachBudget.
@@ -1455,10 +1458,10 @@ func (a *analyzer) reportEmptyGroup(sc *Scope) {
 		Suggestion: "add the principals it is meant for to members, or remove the group"})
 }
 
-// ApprovalTimeoutDiagnostics reports approval holds that last longer than
-// max seconds: the host gives up on the tool call first, and the agent sees
-// a timeout while the call is still held. A hold lasts the shortest
-// approval_timeout_seconds of the scopes that apply (300 s when none is set).
+// ApprovalTimeoutDiagnostics reports approval requests that live longer
+// than max seconds, the longest the team allows a request to stay open. A
+// request lives the shortest approval_timeout_seconds of the scopes that
+// apply (DefaultApprovalTimeout when none is set).
 func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 	type source struct {
 		seconds  int
@@ -1506,14 +1509,14 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 				continue
 			}
 			seen[src.pos] = true
-			msg := fmt.Sprintf("%s: calls held for approval wait up to %d s, but common MCP hosts stop waiting for a tool result after %d s: the agent sees a timeout while the call is still held",
+			msg := fmt.Sprintf("%s: approval requests live up to %d s, longer than the %d s this repository allows",
 				src.path, src.seconds, max)
 			if src.implicit {
-				msg = fmt.Sprintf("%s: calls held for approval wait up to %d s (approval_timeout_seconds is not set), but common MCP hosts stop waiting for a tool result after %d s: the agent sees a timeout while the call is still held",
+				msg = fmt.Sprintf("%s: approval requests live up to %d s (approval_timeout_seconds is not set), longer than the %d s this repository allows",
 					src.path, src.seconds, max)
 			}
 			out = append(out, Diagnostic{Pos: src.pos, Code: CodeApprovalTimeout, Severity: info.Level, Path: src.path, Message: msg,
-				Suggestion: fmt.Sprintf("set approval_timeout_seconds to %d or less; if your hosts wait longer (for example Claude Code with MCP_TOOL_TIMEOUT), raise rules.%q.max_seconds in %s", max, CodeApprovalTimeout, ConfigFileName)})
+				Suggestion: fmt.Sprintf("set approval_timeout_seconds to %d or less, or raise rules.%q.max_seconds in %s", max, CodeApprovalTimeout, ConfigFileName)})
 		}
 	}
 	for _, s := range servers {

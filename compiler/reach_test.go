@@ -253,10 +253,19 @@ func TestApprovalTimeouts(t *testing.T) {
 	approval_timeout_seconds: 600
 }
 `
-	wantOne(t, reachDiags(t, explicit, CodeApprovalTimeout), 7, "wait up to 600 s", "after 60 s")
+	if ds := reachDiags(t, explicit, CodeApprovalTimeout); len(ds) != 0 {
+		t.Errorf("a request of 600 s is within the default limit: %v", ds)
+	}
+	long := reachChannels + `mcp_servers: s: access: tool: {
+	approval_list: ["merge_*"]
+	approval_timeout_seconds: 86400
+}
+`
+	wantOne(t, reachDiags(t, long, CodeApprovalTimeout), 7, "live up to 86400 s", "longer than the 28800 s this repository allows")
 	implicit := reachChannels + `mcp_servers: s: access: tool: approval_list: ["merge_*"]
 `
-	wantOne(t, reachDiags(t, implicit, CodeApprovalTimeout), 5, "wait up to 300 s (approval_timeout_seconds is not set)")
+	res := Compile(Input{Files: []File{{Name: "p.cue", Data: []byte("package policy\n\n" + implicit)}}})
+	wantOne(t, ApprovalTimeoutDiagnostics(res.Policy, 600), 5, "live up to 900 s (approval_timeout_seconds is not set)")
 	// A shorter global timeout applies to every server.
 	short := `approval_channels: page: approvals_page: {}
 global: access: tool: {
@@ -265,11 +274,12 @@ global: access: tool: {
 }
 mcp_servers: s: access: tool: approval_list: ["merge_*"]
 `
-	if ds := reachDiags(t, short, CodeApprovalTimeout); len(ds) != 0 {
+	res = Compile(Input{Files: []File{{Name: "p.cue", Data: []byte("package policy\n\n" + short)}}})
+	if ds := ApprovalTimeoutDiagnostics(res.Policy, 60); len(ds) != 0 {
 		t.Errorf("unexpected %v", ds)
 	}
 	// The limit is an option.
-	res := Compile(Input{Files: []File{{Name: "p.cue", Data: []byte("package policy\n\n" + explicit)}}})
+	res = Compile(Input{Files: []File{{Name: "p.cue", Data: []byte("package policy\n\n" + explicit)}}})
 	if ds := ApprovalTimeoutDiagnostics(res.Policy, 600); len(ds) != 0 {
 		t.Errorf("600 s is within a 600 s limit: %v", ds)
 	}

@@ -196,7 +196,10 @@ mcp_servers: s: access: tool: {
 	approval_timeout_seconds: 120
 }
 `
-	if got := codesAt(Lint(policy(src), nil)); !slices.Equal(got, []string{"p.cue:7:2 warning approval-timeout-too-long"}) {
+	if got := codesAt(Lint(policy(src), nil)); len(got) != 0 {
+		t.Fatalf("a request of 120 s is within the default limit: %q", got)
+	}
+	if got := codesAt(Lint(policy(strings.Replace(src, "120", "86400", 1)), nil)); !slices.Equal(got, []string{"p.cue:7:2 warning approval-timeout-too-long"}) {
 		t.Fatalf("default limit: %q", got)
 	}
 	if got := codesAt(Lint(policy(src), mustConfig(t, `rules: "approval-timeout-too-long": max_seconds: 120`))); len(got) != 0 {

@@ -89,7 +89,6 @@ func ClaudeCode(name string, data []byte) *Result {
 		},
 	}}
 	c.run(data)
-	c.findings = append(c.findings, c.p.approvalTimeouts()...)
 	sortFindings(c.findings)
 	res := &Result{Findings: c.findings}
 	if !res.HasErrors() {

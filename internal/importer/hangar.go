@@ -59,7 +59,6 @@ func Hangar(name string, data []byte) *Result {
 		},
 	}}
 	h.run(data)
-	h.findings = append(h.findings, h.p.approvalTimeouts()...)
 	sortFindings(h.findings)
 	res := &Result{Findings: h.findings}
 	if !res.HasErrors() {

@@ -123,8 +123,6 @@ type access struct {
 	deny, approval, allow []entry
 	timeout               int
 	timeoutPos            Pos
-	// timeoutWhy explains, in a comment, a timeout the source did not set.
-	timeoutWhy string
 }
 
 type entry struct {
@@ -150,39 +148,6 @@ func (p *policy) needsApprovals() bool {
 		}
 	}
 	return false
-}
-
-// ApprovalTimeout is the approval_timeout_seconds an import writes for a
-// server whose approvals the source gives no timeout: the hold policyc init
-// starts with, under the 60 s that many MCP hosts wait for a tool result
-// (compiler.DefaultMaxApprovalTimeout, which lint's
-// approval-timeout-too-long holds a policy to under init's configuration).
-// policyc's own default, 300 s, would outlast the host.
-const ApprovalTimeout = 55
-
-// approvalTimeouts gives every server that holds tool calls for approval,
-// and whose source sets no timeout, one lint accepts at policyc init's
-// level, and returns a note for each. A timeout the source sets is carried
-// over as it is: one beyond the hosts' wait is then reported by the
-// compiler's check of the imported policy, with the reason.
-func (p *policy) approvalTimeouts() []Finding {
-	var fs []Finding
-	for _, name := range sortedKeys(p.servers) {
-		a := p.servers[name].kinds[table.Tool.String()]
-		if a == nil || len(a.approval) == 0 {
-			continue
-		}
-		if a.timeout == 0 {
-			a.timeout = ApprovalTimeout
-			a.timeoutWhy = fmt.Sprintf("Not in %s: many MCP hosts stop waiting for a tool result after %d s,\nso a held call waits at most %d s (without this key, %d s).",
-				p.source, compiler.DefaultMaxApprovalTimeout, ApprovalTimeout, compiler.DefaultApprovalTimeout)
-			fs = append(fs, Finding{Pos: a.approval[0].pos,
-				Message: fmt.Sprintf("server "+quote(name)+": approval_timeout_seconds: %d written for its approvals, which %s gives no timeout: many MCP hosts stop waiting for a tool result after %d s, and policyc's default (%d s) would outlast them",
-					ApprovalTimeout, p.source, compiler.DefaultMaxApprovalTimeout, compiler.DefaultApprovalTimeout),
-				Suggestion: "if every host your agents use waits longer, raise it, and rules.\"approval-timeout-too-long\".max_seconds in policyc.cue"})
-		}
-	}
-	return fs
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -262,11 +227,6 @@ func (a *access) write(b *bytes.Buffer, kind string) {
 	list("approval_list", a.approval)
 	list("allow_list", a.allow)
 	if a.timeout > 0 {
-		for _, line := range strings.Split(a.timeoutWhy, "\n") {
-			if line != "" {
-				fmt.Fprintf(b, "// %s\n", line)
-			}
-		}
 		fmt.Fprintf(b, "approval_timeout_seconds: %d", a.timeout)
 		if a.timeoutPos.Line > 0 {
 			fmt.Fprintf(b, " // %s", a.timeoutPos)

@@ -654,7 +654,11 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	case "approved":
 		return canon, nil, nil
 	case "pending":
-		return nil, checkpoint(name, d.ApprovalChannel, v), nil
+		var schema any
+		if t := a.st.cat.toolIdx[a.tool]; t != nil {
+			schema = t.OutputSchema
+		}
+		return nil, checkpoint(name, d.ApprovalChannel, v, schema != nil), nil
 	}
 	return nil, toolError(heldText(name, verdict, timeout, v, err)), nil
 }

@@ -191,9 +191,12 @@ func (g *Gateway) callWaitTool(ctx context.Context, principal string, r *mcp.Cal
 const dontRouteAroundPending = "Do not try another tool or route to get the same effect, and do not repeat the call until the request is approved"
 
 // checkpoint is the answer to a held call whose hold in place ended with
-// its request pending: not a success and not a final denial, in words and
-// in structuredContent.
-func checkpoint(name, channel string, v Verdict) *mcp.CallToolResult {
+// its request pending: not a success and not a final denial, in words, in
+// the result's _meta (under CheckpointMeta) and, unless the tool declares
+// an output schema (outputSchema), in structuredContent. The TypeScript
+// SDK's client checks structuredContent against the tool's output schema
+// even in an error result, and would refuse the checkpoint.
+func checkpoint(name, channel string, v Verdict, outputSchema bool) *mcp.CallToolResult {
 	st := RequestState{ID: v.RequestID, Status: "pending", Name: name, Channel: channel, URL: v.URL, Expires: v.Expires}
 	link := ""
 	if v.URL != "" {
@@ -201,12 +204,20 @@ func checkpoint(name, channel string, v Verdict) *mcp.CallToolResult {
 	}
 	text := fmt.Sprintf("policyc gateway: the call to %s is waiting for a human's approval (approval request %s, approvers %q%s) and has not run. Call the tool %s with {\"request_id\":%q} to wait for the decision; when it says approved, repeat this call exactly once with the same arguments. The request expires at %s. %s.",
 		name, v.RequestID, channel, link, WaitToolName, v.RequestID, v.Expires.UTC().Format(time.RFC3339), dontRouteAroundPending)
-	return &mcp.CallToolResult{
-		IsError:           true,
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: map[string]any{"status": "pending", "request_id": st.ID, "url": st.URL, "wait_tool": WaitToolName, "approvers": channel, "expires": st.Expires.UTC().Format(time.RFC3339)},
+	status := map[string]any{"status": "pending", "request_id": st.ID, "url": st.URL, "wait_tool": WaitToolName, "approvers": channel, "expires": st.Expires.UTC().Format(time.RFC3339)}
+	res := &mcp.CallToolResult{
+		IsError: true,
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		Meta:    mcp.Meta{CheckpointMeta: status},
 	}
+	if !outputSchema {
+		res.StructuredContent = status
+	}
+	return res
 }
+
+// CheckpointMeta is the _meta key of a checkpoint's status.
+const CheckpointMeta = "dev.policyc/approval"
 
 // clientName is the name the client of r gave, "" when none.
 func clientName(r *mcp.CallToolRequest) string {

@@ -29,10 +29,15 @@ type approvalsFile struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"approvers"`
 	} `json:"admin"`
-	WebhookSecretEnv         string `json:"webhook_secret_env"`
-	ConsentWaitSeconds       int    `json:"consent_wait_seconds"`
-	ApproveOnceWindowSeconds int    `json:"approve_once_window_seconds"`
-	ProgressIntervalSeconds  int    `json:"progress_interval_seconds"`
+	WebhookSecretEnv         string         `json:"webhook_secret_env"`
+	ConsentWaitSeconds       int            `json:"consent_wait_seconds"`
+	ApproveOnceWindowSeconds int            `json:"approve_once_window_seconds"`
+	HoldInPlaceSeconds       int            `json:"hold_in_place_seconds"`
+	HoldWithProgressSeconds  int            `json:"hold_with_progress_seconds"`
+	HoldInPlacePrincipals    map[string]int `json:"hold_in_place_principals"`
+	HoldInPlaceClients       map[string]int `json:"hold_in_place_clients"`
+	MaxPending               int            `json:"max_pending"`
+	ProgressIntervalSeconds  int            `json:"progress_interval_seconds"`
 	Servers                  map[string]struct {
 		MaxApproval string `json:"max_approval"`
 		Preview     *bool  `json:"preview"`

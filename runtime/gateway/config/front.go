@@ -10,6 +10,7 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/approval"
+	"github.com/policyc/policyc/runtime/gateway"
 )
 
 // The approval gate's timings when the configuration leaves them out (the
@@ -17,7 +18,7 @@ import (
 // check prints what the gate runs with.
 const (
 	defaultConsentWait      = 60 * time.Second
-	defaultOnceWindow       = 30 * time.Second
+	defaultOnceWindow       = 5 * time.Minute
 	defaultProgressInterval = 15 * time.Second
 )
 
@@ -85,6 +86,13 @@ func (r *reader) approvals() {
 		ConsentWait:      seconds(a.ConsentWaitSeconds, defaultConsentWait),
 		OnceWindow:       seconds(a.ApproveOnceWindowSeconds, defaultOnceWindow),
 		ProgressInterval: seconds(a.ProgressIntervalSeconds, defaultProgressInterval),
+		MaxPending:       a.MaxPending,
+	}
+	c.Gateway.Holds = gateway.HoldOptions{
+		InPlace:      seconds(a.HoldInPlaceSeconds, gateway.DefaultHoldInPlace),
+		WithProgress: seconds(a.HoldWithProgressSeconds, 0),
+		Principals:   secondsMap(a.HoldInPlacePrincipals),
+		Clients:      secondsMap(a.HoldInPlaceClients),
 	}
 	upstreams := slices.Sorted(maps.Keys(file.Upstreams))
 	for _, name := range slices.Sorted(maps.Keys(a.Servers)) {
@@ -161,6 +169,18 @@ func (r *reader) approvals() {
 
 // seconds is a configured number of seconds, or def when it is not set
 // (the schema admits only positive values).
+// secondsMap is a map of seconds as durations, nil when empty.
+func secondsMap(m map[string]int) map[string]time.Duration {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]time.Duration, len(m))
+	for k, n := range m {
+		out[k] = time.Duration(n) * time.Second
+	}
+	return out
+}
+
 func seconds(n int, def time.Duration) time.Duration {
 	if n == 0 {
 		return def

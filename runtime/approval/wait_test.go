@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -138,7 +139,7 @@ func TestCheckpointWaitAndRetry(t *testing.T) {
 }
 
 // namedClient connects a client of principal that gives name as its own.
-func (s *stack) namedClient(t *testing.T, principal, name string) *mcp.ClientSession {
+func (s *stack) namedClient(t testing.TB, principal, name string) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := s.gw.Connect(context.Background(), principal, st); err != nil {
@@ -225,5 +226,39 @@ func TestWaitDeniedExpiredAndOthers(t *testing.T) {
 			t.Errorf("wait for an expired request: %s %v %s", status, isErr, text)
 		}
 		break
+	}
+}
+
+// TestMaxPending: a principal with MaxPending requests pending cannot
+// make another (the call is refused, as a tool error naming the cap);
+// another principal can, and a retry that folds into a pending request
+// is not counted.
+func TestMaxPending(t *testing.T) {
+	g := openGate(t, "", func(c *Config) { c.MaxPending = 3 })
+	for i := range 3 {
+		c := call("alice", "merge_pull_request", fmt.Sprintf(`{"n":%d}`, i))
+		c.HoldFor = time.Millisecond
+		if o, err := g.HoldCall(context.Background(), c); err != nil || o.Answer != AnswerPending {
+			t.Fatalf("request %d: %+v %v", i, o, err)
+		}
+	}
+	c := call("alice", "merge_pull_request", `{"n":3}`)
+	c.HoldFor = time.Millisecond
+	o, err := g.HoldCall(context.Background(), c)
+	if err != nil || o.Answer != AnswerRefused || !strings.Contains(o.Reason, "3 approval requests of this principal are pending already") {
+		t.Fatalf("a fourth request: %+v %v; want it refused", o, err)
+	}
+	if n := len(g.PendingOf("alice")); n != 3 {
+		t.Fatalf("%d pending after the refusal; want 3", n)
+	}
+	again := call("alice", "merge_pull_request", `{"n":0}`)
+	again.HoldFor = time.Millisecond
+	if o, _ := g.HoldCall(context.Background(), again); o.Answer != AnswerPending {
+		t.Errorf("a retry of a pending call: %+v; want it folded in, pending", o)
+	}
+	bob := call("bob", "merge_pull_request", `{"n":0}`)
+	bob.HoldFor = time.Millisecond
+	if o, _ := g.HoldCall(context.Background(), bob); o.Answer != AnswerPending {
+		t.Errorf("another principal's request: %+v; want pending", o)
 	}
 }

@@ -111,8 +111,8 @@ func Parse(files []compiler.File) ([]*Case, []compiler.Diagnostic) {
 	}
 	diags = dropMissing(diags)
 	slices.SortStableFunc(cases, func(a, b *Case) int {
-		return cmp.Or(compiler.CompareDiagnostics(compiler.Diagnostic{Pos: a.Pos}, compiler.Diagnostic{Pos: b.Pos}),
-			cmp.Compare(a.FullName(), b.FullName()))
+		return cmp.Or(cmp.Compare(a.Pos.File, b.Pos.File), cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column),
+			cmp.Compare(a.Group, b.Group), cmp.Compare(a.Name, b.Name))
 	})
 	compiler.SortDiagnostics(diags)
 	return cases, diags
@@ -126,13 +126,21 @@ func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, 
 	var problems []compiler.Diagnostic
 	ok := v.Err() == nil
 	path := "cases." + group + "." + name
-	str := func(field string) (string, bool) {
-		f := v.LookupPath(cue.MakePath(cue.Str(field)))
-		if !f.Exists() {
-			return "", false
+	// One pass over the case's fields (a lookup per field costs more).
+	fields := map[string]cue.Value{}
+	if it, err := v.Fields(); err == nil {
+		for it.Next() {
+			f := it.Value()
+			fields[it.Selector().Unquoted()] = f
+			if p := f.Pos(); p.IsValid() {
+				c.at[it.Selector().Unquoted()] = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+			}
 		}
-		if p := f.Pos(); p.IsValid() {
-			c.at[field] = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
+	}
+	str := func(field string) (string, bool) {
+		f, found := fields[field]
+		if !found {
+			return "", false
 		}
 		s, err := f.String()
 		if err != nil {
@@ -142,8 +150,9 @@ func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, 
 		return s, true
 	}
 	required := func(field, what string) string {
-		s, found := str(field)
-		if !found && ok && !v.LookupPath(cue.MakePath(cue.Str(field))).Exists() {
+		_, present := fields[field]
+		s, _ := str(field)
+		if !present && ok {
 			problems = append(problems, compiler.Diagnostic{Pos: pos, Code: compiler.CodeType, Severity: compiler.Error, Path: path,
 				Message:    fmt.Sprintf("%s%s%s: %s", path, missingField, field, what),
 				Suggestion: "add it, for example " + example[field]})
@@ -152,10 +161,7 @@ func decodeCase(v cue.Value, group, name string, pos compiler.Position) (*Case, 
 		return s
 	}
 	c.Principal, _ = str("principal")
-	if g := v.LookupPath(cue.MakePath(cue.Str("groups"))); g.Exists() {
-		if p := g.Pos(); p.IsValid() {
-			c.at["groups"] = compiler.Position{File: p.Filename(), Line: p.Line(), Column: p.Column()}
-		}
+	if g, found := fields["groups"]; found {
 		if err := g.Decode(&c.Groups); err != nil {
 			ok = false
 		} else if c.Groups == nil {

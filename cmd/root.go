@@ -47,7 +47,8 @@ it into a frozen decision table, and enforces that table in a gateway.
 
 Exit codes:
   0  success
-  1  the policy has problems (compile errors, lint findings at the fail level)
+  1  the policy has problems (compile errors, lint findings at the fail level),
+     or a policy test failed or coverage is below --coverage-min (policyc test)
   2  usage error (bad flags or arguments)
   3  the tool failed (I/O, unreadable table); says nothing about the policy
   4  policyc diff: some decisions change; catalog pull --check: drift

@@ -54,8 +54,9 @@ func Files() []File {
 }
 
 // Surfaces are the names Text takes, each the file of one input policyc
-// reads: the policy, the gateway configuration, the lint configuration.
-var Surfaces = []string{"policy", "gateway", "lint"}
+// reads: the policy, the gateway configuration, the lint configuration,
+// the policy's test cases.
+var Surfaces = []string{"policy", "gateway", "lint", "test"}
 
 // Text returns the schema of one surface (see Surfaces) as CUE that stands
 // alone: its file, followed by the definitions of the policy schema it

@@ -11,7 +11,7 @@ import (
 // TestTextStandsAlone: each surface's text compiles as CUE on its own, with
 // every definition it refers to, and defines its surface's root.
 func TestTextStandsAlone(t *testing.T) {
-	roots := map[string]string{"policy": "#Policy", "gateway": "#Gateway", "lint": "#LintConfig"}
+	roots := map[string]string{"policy": "#Policy", "gateway": "#Gateway", "lint": "#LintConfig", "test": "#Tests"}
 	for _, surface := range Surfaces {
 		text, ok := Text(surface)
 		if !ok {

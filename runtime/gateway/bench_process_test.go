@@ -11,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,53 +29,51 @@ import (
 )
 
 // benchRoleEnv, in the environment of this test binary, makes it serve as
-// one of BenchmarkThroughputProcesses's processes instead of running tests:
-// "upstream" or "gateway". Either prints its URL on a line of its own and
-// serves until its standard input ends.
+// one party of a benchmark in a process of its own instead of running
+// tests. A role is a party and a front:
+//
+//   - upstream-http, upstream-stdio: the test upstream;
+//   - gateway-http, proxy-http: the gateway or the bare proxy
+//     (bareProxy) over streamable HTTP, in front of the upstream at
+//     benchUpstreamEnv;
+//   - gateway-stdio, proxy-stdio: the gateway or the bare proxy over
+//     stdio, in front of an upstream-stdio process it starts.
+//
+// An HTTP role prints its URL on a line of its own, answers the commands
+// of benchCommand on its standard input and serves until that input ends.
+// A stdio role speaks MCP on its standard input and output until the input
+// ends.
 const benchRoleEnv = "POLICYC_BENCH_ROLE"
 
-// benchUpstreamEnv is the upstream's URL, given to the gateway process.
+// benchUpstreamEnv is the upstream's URL, given to an HTTP middle party.
 const benchUpstreamEnv = "POLICYC_BENCH_UPSTREAM"
 
-// benchProfileEnv, when set to a path prefix, makes each process of
-// BenchmarkThroughputProcesses write its CPU profile to the prefix followed
-// by ".upstream" or ".gateway".
+// benchProfileEnv, when set to a path prefix, makes each middle party's
+// process write its CPU profile to the prefix followed by "." and its role
+// (PREFIX.gateway-http, PREFIX.proxy-stdio, ...). A benchmark that starts
+// such processes in several rows adds the row to the prefix (profileEnv).
 const benchProfileEnv = "POLICYC_BENCH_CPUPROFILE"
 
 // serveBenchRole runs this process as the named role and returns its exit
 // status.
 func serveBenchRole(role string) int {
+	party, front, _ := strings.Cut(role, "-")
+	if (party != "upstream" && party != "gateway" && party != "proxy") || (front != "http" && front != "stdio") {
+		fmt.Fprintf(os.Stderr, "%s=%q: want upstream, gateway or proxy, then -http or -stdio\n", benchRoleEnv, role)
+		return 2
+	}
 	if os.Getenv("GOGC") == "" {
-		// The gateway runs with the command's collection policy. The
-		// upstream runs at benchGCPercent, which the in-process benchmarks
-		// used before the heap floor: more generous than the default of
-		// 100 a Go server runs at, so its calls are cheap and the
-		// gateway's hop weighs more in the ratio.
-		if role == "gateway" {
+		// Both middle parties run with the gateway command's collection
+		// policy, so that the ratio compares their code and not their
+		// collection targets; the upstream, which is not measured, with
+		// the command's stdio target.
+		if front == "http" && party != "upstream" {
 			defer benchHeapFloor()()
 		} else {
 			debug.SetGCPercent(benchGCPercent)
 		}
 	}
-	var h http.Handler
-	var closeRole func()
-	switch role {
-	case "upstream":
-		up := testupstream.New(testupstream.Options{Name: "github"})
-		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.Server }, nil)
-		closeRole = func() {}
-	case "gateway":
-		g, handler, err := benchGatewayProcess(os.Getenv(benchUpstreamEnv))
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench gateway:", err)
-			return 1
-		}
-		h, closeRole = handler, func() { g.Close() }
-	default:
-		fmt.Fprintf(os.Stderr, "%s=%q: want upstream or gateway\n", benchRoleEnv, role)
-		return 2
-	}
-	if prefix := os.Getenv(benchProfileEnv); prefix != "" {
+	if prefix := os.Getenv(benchProfileEnv); prefix != "" && party != "upstream" {
 		f, err := os.Create(prefix + "." + role)
 		if err == nil {
 			err = pprof.StartCPUProfile(f)
@@ -85,70 +84,177 @@ func serveBenchRole(role string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if err := serveRole(party, front); err != nil {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", role, err)
 		return 1
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	fmt.Printf("http://%s\n", ln.Addr())
-	io.Copy(io.Discard, os.Stdin)
-	srv.Close()
-	closeRole()
 	return 0
 }
 
-// benchGatewayProcess is the gateway of the benchmark's gateway process: the
-// benchmark policy, a decision log in a real file, and the HTTP front the
-// gateway command serves, with the token "bench-token" for alice.
-func benchGatewayProcess(upstream string) (*Gateway, http.Handler, error) {
-	if upstream == "" {
-		return nil, nil, fmt.Errorf("%s is not set", benchUpstreamEnv)
+func serveRole(party, front string) error {
+	ctx := context.Background()
+	if party == "upstream" {
+		up := testupstream.New(testupstream.Options{Name: "github"})
+		if front == "stdio" {
+			return up.Server.Run(ctx, &mcp.StdioTransport{})
+		}
+		return serveHTTPRole(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.Server }, nil))
 	}
+	upstream := Upstream{Name: "github", URL: os.Getenv(benchUpstreamEnv)}
+	if front == "stdio" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		upstream = Upstream{Name: "github", Command: exe, Args: []string{"-test.run=^$"}, Env: append(BaseEnv(), benchRoleEnv+"=upstream-stdio")}
+	} else if upstream.URL == "" {
+		return fmt.Errorf("%s is not set", benchUpstreamEnv)
+	}
+	if party == "proxy" {
+		p, err := newBareProxy(ctx, map[string]mcp.Transport{"github": proxyTransport(upstream)})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if front == "http" {
+			return serveHTTPRole(p.httpHandler())
+		}
+		ss, err := p.server.Connect(ctx, &mcp.StdioTransport{}, nil)
+		if err != nil {
+			return err
+		}
+		ss.Wait()
+		return nil
+	}
+	g, err := benchGatewayProcess(upstream)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	if front == "http" {
+		h, err := g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}, MaxSessions: 100000})
+		if err != nil {
+			return err
+		}
+		return serveHTTPRole(h)
+	}
+	return g.ServeIO(ctx, "alice", os.Stdin, os.Stdout)
+}
+
+// proxyTransport is how the bare proxy reaches upstream, as the gateway
+// does (dialConfigured): streamable HTTP with as many idle connections, or
+// the upstream's command with the same environment.
+func proxyTransport(upstream Upstream) mcp.Transport {
+	if upstream.URL != "" {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConnsPerHost = 64
+		return &mcp.StreamableClientTransport{Endpoint: upstream.URL, HTTPClient: &http.Client{Transport: base}, MaxRetries: -1}
+	}
+	cmd := exec.Command(upstream.Command, upstream.Args...)
+	cmd.Env = upstream.Env
+	cmd.Stderr = os.Stderr
+	return &mcp.CommandTransport{Command: cmd}
+}
+
+// benchGatewayProcess is the gateway of a benchmark's gateway process: the
+// benchmark policy and a decision log in a real file.
+func benchGatewayProcess(upstream Upstream) (*Gateway, error) {
 	res := compiler.Compile(compiler.Input{
 		Files:  []compiler.File{{Name: "policy.cue", Data: []byte(benchPolicy)}},
 		Source: table.Source{PolicyPath: "bench"},
 		Serial: 1,
 	})
 	if res.Table == nil {
-		return nil, nil, fmt.Errorf("the benchmark policy does not compile: %v", res.Diagnostics)
+		return nil, fmt.Errorf("the benchmark policy does not compile: %v", res.Diagnostics)
 	}
 	rt, err := decide.Load(res.Table)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "policyc-bench-")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir) // the open file stays writable
 	f, err := os.OpenFile(filepath.Join(dir, "decisions.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	g, err := New(context.Background(), Config{
+	return New(context.Background(), Config{
 		Tables:      fixed(rt),
 		Log:         NewJSONLog(f),
 		CallTimeout: 30 * time.Second,
-		Upstreams:   []Upstream{{Name: "github", URL: upstream}},
+		Upstreams:   []Upstream{upstream},
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}})
-	if err != nil {
-		g.Close()
-		return nil, nil, err
-	}
-	return g, h, nil
 }
 
-// startRole starts this test binary as a benchmark process in role and
-// returns the URL it serves; the process ends when the benchmark does. A
-// process that does not print its URL within ten seconds, or does not end
-// within ten seconds of its input closing, is killed.
-func startRole(b *testing.B, role string, env ...string) (string, int) {
+// serveHTTPRole serves h on a loopback port, prints its URL and answers
+// benchCommand lines on standard input until it ends.
+func serveHTTPRole(h http.Handler) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	var inFlight atomic.Int64
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		h.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: counted, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Printf("http://%s\n", ln.Addr())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var want int64
+		if _, err := fmt.Sscanf(in.Text(), "mem %d", &want); err != nil {
+			return fmt.Errorf("command %q: want mem N", in.Text())
+		}
+		fmt.Println(roleMemory(&inFlight, want))
+	}
+	return nil
+}
+
+// roleMemory answers "mem N": once N requests are in flight (the
+// standalone streams or listens of N idle clients; for at most ten
+// seconds), the live heap, goroutine stacks and goroutines after a
+// collection, and the requests in flight.
+func roleMemory(inFlight *atomic.Int64, want int64) string {
+	for deadline := time.Now().Add(10 * time.Second); inFlight.Load() != want && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.GC() // twice: the first keeps what sync.Pools held
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("%d %d %d %d", ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine(), inFlight.Load())
+}
+
+// profileEnv is the environment that makes the processes a benchmark row
+// starts write their CPU profiles to PREFIX.ROW.ROLE, when benchProfileEnv
+// is PREFIX; none when it is not set.
+func profileEnv(row string) []string {
+	if prefix := os.Getenv(benchProfileEnv); prefix != "" {
+		return []string{benchProfileEnv + "=" + prefix + "." + row}
+	}
+	return nil
+}
+
+// roleProcess is this test binary run as an HTTP role.
+type roleProcess struct {
+	role string
+	url  string
+	pid  int
+	in   io.Writer
+	out  *bufio.Reader
+}
+
+// startRole starts this test binary as a benchmark process in an HTTP
+// role; the process ends when the benchmark does. A process that does not
+// print its URL within ten seconds, or does not end within ten seconds of
+// its input closing, is killed.
+func startRole(b *testing.B, role string, env ...string) *roleProcess {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append(env, benchRoleEnv+"="+role)...)
 	cmd.Stderr = os.Stderr
@@ -171,18 +277,78 @@ func startRole(b *testing.B, role string, env ...string) (string, int) {
 			b.Errorf("%s process: %v", role, err)
 		}
 	})
+	p := &roleProcess{role: role, pid: cmd.Process.Pid, in: stdin, out: bufio.NewReader(stdout)}
 	kill := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := p.out.ReadString('\n')
 	kill.Stop()
 	if err != nil {
 		b.Fatalf("%s process printed no URL: %v", role, err)
 	}
-	return strings.TrimSpace(line), cmd.Process.Pid
+	p.url = strings.TrimSpace(line)
+	return p
 }
 
-// cpuTime is the CPU time process pid has used, user and system; 0 where
-// there is no /proc.
+// memory is what the process holds once inFlight requests are in flight:
+// live heap and goroutine stacks in bytes, and goroutines.
+func (p *roleProcess) memory(b *testing.B, inFlight int) (heap, stack, goroutines float64) {
+	if _, err := fmt.Fprintf(p.in, "mem %d\n", inFlight); err != nil {
+		b.Fatal(err)
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		b.Fatalf("%s process: %v", p.role, err)
+	}
+	var got int
+	if _, err := fmt.Sscanf(line, "%g %g %g %d", &heap, &stack, &goroutines, &got); err != nil {
+		b.Fatalf("%s process answered %q: %v", p.role, line, err)
+	}
+	if got != inFlight {
+		b.Fatalf("%s process: %d requests in flight, want %d", p.role, got, inFlight)
+	}
+	return heap, stack, goroutines
+}
+
+// stdioRole starts this test binary as a stdio middle party in role and
+// connects a client to it at version, with env added to its environment;
+// it returns the session and the process id. Closing the session ends the process.
+func stdioRole(b *testing.B, role, version string, env ...string) (*mcp.ClientSession, int) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append(env, benchRoleEnv+"="+role)...)
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		b.Fatalf("%s process: %v", role, err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs, cmd.Process.Pid
+}
+
+// cpuTime is the CPU time process pid has used: the sum of its threads'
+// run time from /proc/PID/task/*/schedstat (nanoseconds), or, where that
+// is missing, user and system time from /proc/PID/stat (10 ms ticks); 0
+// where there is no /proc. A thread that has ended no longer counts; the
+// Go runtime keeps its threads.
 func cpuTime(pid int) time.Duration {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			total = -1
+			break
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			total = -1
+			break
+		}
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		total += time.Duration(ns)
+	}
+	if total > 0 {
+		return total
+	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	i := bytes.LastIndexByte(data, ')')
 	if err != nil || i < 0 {
@@ -200,78 +366,4 @@ func cpuTime(pid int) time.Duration {
 		ticks += n
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
-// peakRSS is the most memory process pid has had resident, in bytes; 0
-// where there is no /proc.
-func peakRSS(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// BenchmarkThroughputProcesses is BenchmarkThroughputHTTP with each party
-// in a process of its own, as deployed: the upstream in one, the gateway in
-// another (with the command's garbage collection policy, benchHeapFloor),
-// and the 32 clients in the benchmark's. Besides the throughputs and their ratio
-// it reports, from /proc, the CPU time each process spends per call and the
-// gateway's peak resident memory:
-//
-//	go test ./runtime/gateway -run '^$' -bench ThroughputProcesses -benchtime=3000x
-//
-// POLICYC_BENCH_CPUPROFILE=prefix writes the upstream's and the gateway's
-// CPU profiles to prefix.upstream and prefix.gateway.
-func BenchmarkThroughputProcesses(b *testing.B) {
-	benchGC(b, "inmemory") // the clients' process: benchGCPercent, as the upstream's
-	const rounds = 5
-	upURL, upPid := startRole(b, "upstream")
-	gwURL, gwPid := startRole(b, "gateway", benchUpstreamEnv+"="+upURL)
-	client := pooled()
-	direct := openClients(b, func(tb testing.TB) *mcp.ClientSession {
-		return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: upURL, HTTPClient: client})
-	}, "echo")
-	gw := openClients(b, func(tb testing.TB) *mcp.ClientSession {
-		return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: gwURL, HTTPClient: &http.Client{Transport: bearer{"bench-token", client.Transport}}})
-	}, "github__echo")
-	defer func() { // before the processes end: they wait for these clients
-		for _, cs := range append(direct, gw...) {
-			cs.Close()
-		}
-	}()
-	self := os.Getpid()
-	// CPU time spent per phase: by the clients (this process), the
-	// upstream and the gateway, in the direct phases and the gateway's.
-	var cD, uD, cG, uG, gG time.Duration
-	var d, g, ratio []float64
-	b.ResetTimer()
-	for range rounds {
-		c0, u0 := cpuTime(self), cpuTime(upPid)
-		dr := callAll(b, direct, "echo")
-		c1, u1, g1 := cpuTime(self), cpuTime(upPid), cpuTime(gwPid)
-		gr := callAll(b, gw, "github__echo")
-		c2, u2, g2 := cpuTime(self), cpuTime(upPid), cpuTime(gwPid)
-		cD, uD, cG, uG, gG = cD+c1-c0, uD+u1-u0, cG+c2-c1, uG+u2-u1, gG+g2-g1
-		d, g, ratio = append(d, dr), append(g, gr), append(ratio, gr/dr)
-	}
-	b.StopTimer()
-	perCall := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(rounds*b.N) }
-	b.ReportMetric(medianOf(d), "direct-calls/s")
-	b.ReportMetric(medianOf(g), "gateway-calls/s")
-	b.ReportMetric(medianOf(ratio), "ratio")
-	b.ReportMetric(slices.Min(ratio), "ratio-min")
-	b.ReportMetric(slices.Max(ratio), "ratio-max")
-	b.ReportMetric(perCall(cD), "direct:client-cpu-µs/call")
-	b.ReportMetric(perCall(uD), "direct:upstream-cpu-µs/call")
-	b.ReportMetric(perCall(cG), "gateway:client-cpu-µs/call")
-	b.ReportMetric(perCall(uG), "gateway:upstream-cpu-µs/call")
-	b.ReportMetric(perCall(gG), "gateway:gateway-cpu-µs/call")
-	b.ReportMetric(peakRSS(gwPid)/(1<<20), "gateway-peak-MiB")
 }

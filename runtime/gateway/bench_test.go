@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,20 +11,20 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
+	"github.com/policyc/policyc/runtime/table"
 )
 
-// The benchmarks compare a tools/call through the gateway with the same
-// call made directly to the same upstream over the same transport, side by
-// side in one run. Run them with, for example:
+// The benchmarks compare the gateway with a bare pass-through proxy on the
+// same SDK (bareProxy), side by side in one run, over the same transports.
+// Run them with, for example:
 //
-//	go test ./runtime/gateway -run '^$' -bench . -benchtime=2000x
+//	go test ./runtime/gateway -run '^$' -bench 'ToolCall|PolicyWork|IdleSession' -benchtime=2000x -count=3
 //
 // Figures are in docs/performance.md.
 
@@ -38,16 +37,6 @@ mcp_servers: github: access: tool: allow_list: ["echo"]
 
 var benchArgs = map[string]any{"title": "a benchmark issue", "labels": []any{"bug", "p2"}, "n": 3}
 
-// benchSetup is an upstream, a gateway in front of it, and how to reach
-// each over one transport.
-type benchSetup struct {
-	g *Gateway
-	// direct and gateway open a client session to the upstream itself and
-	// to the gateway.
-	direct, gateway func(tb testing.TB) *mcp.ClientSession
-	close           func()
-}
-
 // decisionFile is a real file for the decision log: the benchmarks pay for
 // the write the gateway makes on every decision.
 func decisionFile(tb testing.TB) *os.File {
@@ -59,16 +48,14 @@ func decisionFile(tb testing.TB) *os.File {
 	return f
 }
 
-// pooled is an HTTP client that keeps enough idle connections for 32
-// concurrent clients.
-func pooled() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: t}
+// connectClient connects a benchmark client over t at 2025-11-25.
+func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
+	return connectAt(tb, t, legacyVersion, nil)
 }
 
-func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: legacyVersion})
+// connectAt connects a benchmark client over t asking for version.
+func connectAt(tb testing.TB, t mcp.Transport, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, opts).Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -81,29 +68,23 @@ func connectClient(tb testing.TB, t mcp.Transport) *mcp.ClientSession {
 // command runs it.
 const benchGCPercent = 400
 
-// benchGC runs a benchmark with the garbage collection policy the gateway
-// command runs with, unless GOGC is set: benchGCPercent, with the command's
-// heap floor (benchHeapFloor) for an HTTP front. Direct calls share the
-// process and the policy.
-func benchGC(b *testing.B, transport string) {
+// benchGC runs an in-process benchmark with the collection target of the
+// gateway command's stdio front, benchGCPercent, unless GOGC is set. Every
+// party in the process shares it.
+func benchGC(b *testing.B) {
 	if os.Getenv("GOGC") != "" {
-		return
-	}
-	if transport == "http" {
-		b.Cleanup(benchHeapFloor())
 		return
 	}
 	old := debug.SetGCPercent(benchGCPercent)
 	b.Cleanup(func() { debug.SetGCPercent(old) })
 }
 
-// benchHeapFloor applies the heap floor of the gateway command (cmd/gc.go)
-// to a benchmark's process, so that its HTTP benchmarks collect garbage
-// as the command does: every second the target is set to let about 64 MiB
-// of garbage accumulate over the live heap, stacks and globals, between
-// benchGCPercent and 1600 (the floor over the runtime's 4 MiB minimum heap).
-// It is the command's rule without its hysteresis; stop restores the
-// target the process had.
+// benchHeapFloor applies the heap floor of the gateway command's HTTP
+// front (cmd/gc.go) to a benchmark process: every second the target is set
+// to let about 64 MiB of garbage accumulate over the live heap, stacks and
+// globals, between benchGCPercent and 1600 (the floor over the runtime's
+// 4 MiB minimum heap). It is the command's rule without its hysteresis;
+// stop restores the target the process had.
 func benchHeapFloor() (stop func()) {
 	const floor = 64 << 20
 	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
@@ -144,76 +125,72 @@ func benchHeapFloor() (stop func()) {
 	})
 }
 
+// benchSetup is an upstream and, in front of it, a gateway and a bare
+// proxy, all in process over in-memory transports.
+type benchSetup struct {
+	g *Gateway
+	// direct, gateway and proxy open a client session to the upstream
+	// itself, to the gateway and to the proxy.
+	direct, gateway, proxy func(tb testing.TB) *mcp.ClientSession
+	close                  func()
+}
+
+// newBench builds a benchSetup; transport must be "inmemory" (the other
+// transports put each party in a process of its own: bench_process_test.go).
 func newBench(tb testing.TB, transport string) *benchSetup {
+	if transport != "inmemory" {
+		tb.Fatalf("newBench: transport %s: only inmemory runs in process", transport)
+	}
 	up := testupstream.New(testupstream.Options{Name: "github"})
-	cfg := Config{
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	g, err := New(context.Background(), Config{
 		Tables:      fixed(loadTable(tb, benchPolicy, 1)),
 		Log:         NewJSONLog(decisionFile(tb)),
 		CallTimeout: 30 * time.Second,
-	}
-	s := &benchSetup{}
-	closers := []func(){func() {}}
-	switch transport {
-	case "inmemory":
-		dial := func(ctx context.Context) (mcp.Transport, error) {
-			st, ct := mcp.NewInMemoryTransports()
-			if _, err := up.Server.Connect(ctx, st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
-		}
-		cfg.Upstreams = []Upstream{{Name: "github", Dial: dial}}
-		s.direct = func(tb testing.TB) *mcp.ClientSession {
-			t, err := dial(context.Background())
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return connectClient(tb, t)
-		}
-		s.gateway = func(tb testing.TB) *mcp.ClientSession {
-			st, ct := mcp.NewInMemoryTransports()
-			if _, err := s.g.Connect(context.Background(), "alice", st); err != nil {
-				tb.Fatal(err)
-			}
-			return connectClient(tb, ct)
-		}
-	case "http":
-		upSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.Server }, nil))
-		closers = append(closers, upSrv.Close)
-		cfg.Upstreams = []Upstream{{Name: "github", URL: upSrv.URL}}
-		client := pooled()
-		s.direct = func(tb testing.TB) *mcp.ClientSession {
-			return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: upSrv.URL, HTTPClient: client})
-		}
-		var gwURL string
-		s.gateway = func(tb testing.TB) *mcp.ClientSession {
-			return connectClient(tb, &mcp.StreamableClientTransport{Endpoint: gwURL, HTTPClient: &http.Client{Transport: bearer{"bench-token", client.Transport}}})
-		}
-		defer func() {
-			h, err := s.g.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("bench-token"): "alice"}, MaxSessions: 100000}) // BenchmarkIdleSession opens b.N
-			if err != nil {
-				tb.Fatal(err)
-			}
-			gwSrv := httptest.NewServer(h)
-			gwURL = gwSrv.URL
-			closers[0] = gwSrv.Close
-		}()
-	default:
-		tb.Fatalf("unknown transport %s", transport)
-	}
-	g, err := New(context.Background(), cfg)
+		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s.g = g
-	s.close = func() {
-		// The gateway's front first, then the gateway (which ends its
-		// session with the upstream), then the upstream.
-		closers[0]()
-		g.Close()
-		for _, c := range closers[1:] {
-			c()
+	t, err := dial(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := newBareProxy(context.Background(), map[string]mcp.Transport{"github": t})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &benchSetup{g: g}
+	s.direct = func(tb testing.TB) *mcp.ClientSession {
+		t, err := dial(context.Background())
+		if err != nil {
+			tb.Fatal(err)
 		}
+		return connectClient(tb, t)
+	}
+	s.gateway = func(tb testing.TB) *mcp.ClientSession {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := g.Connect(context.Background(), "alice", st); err != nil {
+			tb.Fatal(err)
+		}
+		return connectClient(tb, ct)
+	}
+	s.proxy = func(tb testing.TB) *mcp.ClientSession {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := p.server.Connect(context.Background(), st, nil); err != nil {
+			tb.Fatal(err)
+		}
+		return connectClient(tb, ct)
+	}
+	s.close = func() {
+		p.Close()
+		g.Close()
 	}
 	return s
 }
@@ -231,219 +208,361 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+// newVersionMeta is the _meta a Go SDK client at 2026-07-28 puts on each
+// request: the version, its identity and its capabilities.
+var newVersionMeta = mcp.Meta{
+	"io.modelcontextprotocol/protocolVersion":    newVersion,
+	"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "bench", "version": "1"},
+	"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+}
+
 // policyWork is the gateway's own work on a tools/call, outside the SDK:
 // split the name, decide, write the decision record, check the catalogue,
-// build the forwarded _meta. It is timed on its own so that its share of
-// the added latency can be reported.
-func policyWork(g *Gateway, n int) time.Duration {
-	var meta mcp.Meta // the calls measured carry no _meta
+// build the forwarded _meta from the client's meta. It is timed on its own,
+// n times back to back, so that its share of the hop can be reported.
+func policyWork(g *Gateway, n int, meta mcp.Meta) time.Duration {
 	start := time.Now()
 	for range n {
-		if _, err := g.authorizeCall("alice", "github__echo"); err != nil {
-			panic(err)
-		}
-		_, done := g.forwardMeta(meta, nil, nil)
-		done()
+		policyCall(g, meta)
 	}
 	return time.Since(start) / time.Duration(n)
 }
 
-// BenchmarkToolCall times tools/call directly and through the gateway,
-// alternating, and reports the medians, their ratio, and the share of the
-// added latency spent in the gateway's policy work.
+func policyCall(g *Gateway, meta mcp.Meta) {
+	if _, err := g.authorizeCall("alice", "github__echo"); err != nil {
+		panic(err)
+	}
+	_, done := g.forwardMeta(meta, nil, nil)
+	done()
+}
+
+// policyPause is how long the caller sleeps before each call of
+// pausedPolicyWork: about what a gateway serving one call at a time waits
+// between two calls, while the client and the upstream run.
+const policyPause = 200 * time.Microsecond
+
+// pausedPolicyWork is policyWork with each call made after policyPause
+// asleep and timed on its own: as in a gateway between calls, the caches,
+// the decision table's among them, and the kernel's path for the decision
+// log's write are cold.
+func pausedPolicyWork(g *Gateway, n int, meta mcp.Meta) time.Duration {
+	var total time.Duration
+	for range n {
+		time.Sleep(policyPause)
+		t0 := time.Now()
+		policyCall(g, meta)
+		total += time.Since(t0)
+	}
+	return total / time.Duration(n)
+}
+
+// hopEnd is one way the benchmark makes its call: a client session, the
+// name it calls, and the CPU time its figure counts.
+type hopEnd struct {
+	cs    *mcp.ClientSession
+	tool  string
+	cpu   func() time.Duration
+	lat   []time.Duration
+	spent time.Duration // CPU time over the calls timed
+	calls int
+}
+
+// run makes n calls and adds their latencies and CPU time.
+func (e *hopEnd) run(b *testing.B, n int) {
+	c0 := e.cpu()
+	for range n {
+		t0 := time.Now()
+		call(b, e.cs, e.tool)
+		e.lat = append(e.lat, time.Since(t0))
+	}
+	e.spent += e.cpu() - c0
+	e.calls += n
+}
+
+// cpuPerCall is the CPU time per call, in µs.
+func (e *hopEnd) cpuPerCall() float64 {
+	return float64(e.spent.Nanoseconds()) / 1e3 / float64(e.calls)
+}
+
+// hopBlock is the number of calls made through one end before the next
+// takes its turn: the CPU time of a party is read once per block.
+const hopBlock = 50
+
+// BenchmarkToolCall times tools/call through the gateway and through the
+// bare proxy (bareProxy) over each transport, alternating blocks of
+// hopBlock calls (which goes first alternates too), one call at a time. It
+// reports each one's median latency and CPU time per call, and their
+// ratios:
+//
+//   - inmemory: everything in this process, the upstream, both middle
+//     parties and the clients, at 2025-11-25; the CPU time is the whole
+//     process's, so direct calls to the upstream alternate too, and the
+//     hop's CPU time (hop-cpu) is each one's less the direct calls'.
+//   - stdio: the gateway and the proxy each in a process of their own,
+//     each with its own upstream process over stdio, at 2025-11-25; the
+//     CPU time is the middle party's process alone.
+//   - http-2025-11-25, http-2026-07-28: the gateway and the proxy each in
+//     a process of their own, in front of one upstream process over
+//     streamable HTTP; the clients in this process, with a session
+//     (2025-11-25) or without (2026-07-28). The CPU time is the middle
+//     party's process alone.
+//
+// Both middle parties run with the gateway command's collection policy
+// unless GOGC is set. policy-ns is the gateway's policy work on one call
+// (policyWork), timed in this process back to back, and policy-%-of-hop
+// its share of the gateway's hop CPU time; paused-policy-ns and its share
+// are the same work after a pause (pausedPolicyWork), as the hop does it.
+// An op is one call through each end. POLICYC_BENCH_CPUPROFILE=PREFIX
+// writes each middle party process's CPU profile to PREFIX.ROW.ROLE
+// (bench_process_test.go).
 func BenchmarkToolCall(b *testing.B) {
-	for _, transport := range []string{"inmemory", "http"} {
-		b.Run(transport, func(b *testing.B) {
-			benchGC(b, transport)
-			s := newBench(b, transport)
+	for _, row := range []string{"inmemory", "stdio", "http-2025-11-25", "http-2026-07-28"} {
+		b.Run(row, func(b *testing.B) {
+			benchGC(b)
+			s := newBench(b, "inmemory") // for inmemory, and for the policy work
 			defer s.close()
-			direct, gw := s.direct(b), s.gateway(b)
-			defer direct.Close()
-			defer gw.Close()
-			for range 50 { // warm up connections and caches
-				call(b, direct, "echo")
-				call(b, gw, "github__echo")
+			self := func() time.Duration { return cpuTime(os.Getpid()) }
+			var gw, px, direct *hopEnd
+			meta := mcp.Meta(nil)
+			switch row {
+			case "inmemory":
+				gw = &hopEnd{cs: s.gateway(b), tool: "github__echo", cpu: self}
+				px = &hopEnd{cs: s.proxy(b), tool: "github__echo", cpu: self}
+				direct = &hopEnd{cs: s.direct(b), tool: "echo", cpu: self}
+				defer gw.cs.Close()
+				defer px.cs.Close()
+				defer direct.cs.Close()
+			case "stdio":
+				gcs, gpid := stdioRole(b, "gateway-stdio", legacyVersion, profileEnv(row)...)
+				pcs, ppid := stdioRole(b, "proxy-stdio", legacyVersion, profileEnv(row)...)
+				gw = &hopEnd{cs: gcs, tool: "github__echo", cpu: func() time.Duration { return cpuTime(gpid) }}
+				px = &hopEnd{cs: pcs, tool: "github__echo", cpu: func() time.Duration { return cpuTime(ppid) }}
+			default:
+				version := legacyVersion
+				if row == "http-2026-07-28" {
+					version, meta = newVersion, newVersionMeta
+				}
+				up := startRole(b, "upstream-http")
+				env := append(profileEnv(row), benchUpstreamEnv+"="+up.url)
+				g := startRole(b, "gateway-http", env...)
+				p := startRole(b, "proxy-http", env...)
+				client := &http.Client{Transport: bearer{"bench-token", http.DefaultTransport.(*http.Transport).Clone()}}
+				gcs := connectAt(b, &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: client}, version, nil)
+				pcs := connectAt(b, &mcp.StreamableClientTransport{Endpoint: p.url, HTTPClient: client}, version, nil)
+				b.Cleanup(func() { gcs.Close(); pcs.Close() })
+				gw = &hopEnd{cs: gcs, tool: "github__echo", cpu: func() time.Duration { return cpuTime(g.pid) }}
+				px = &hopEnd{cs: pcs, tool: "github__echo", cpu: func() time.Duration { return cpuTime(p.pid) }}
 			}
-			dd := make([]time.Duration, 0, b.N)
-			gd := make([]time.Duration, 0, b.N)
+			if v := gw.cs.InitializeResult().ProtocolVersion; v != px.cs.InitializeResult().ProtocolVersion || (row == "http-2026-07-28") != (v == newVersion) {
+				b.Fatalf("gateway at %s, proxy at %s", v, px.cs.InitializeResult().ProtocolVersion)
+			}
+			ends := []*hopEnd{gw, px}
+			if direct != nil {
+				ends = append(ends, direct)
+			}
+			for _, e := range ends { // warm up connections and caches
+				e.run(b, 100)
+				*e = hopEnd{cs: e.cs, tool: e.tool, cpu: e.cpu}
+			}
 			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				call(b, direct, "echo")
-				t1 := time.Now()
-				call(b, gw, "github__echo")
-				dd, gd = append(dd, t1.Sub(t0)), append(gd, time.Since(t1))
+			for round, done := 0, 0; done < b.N; round++ {
+				n := min(hopBlock, b.N-done)
+				for i := range ends {
+					if round%2 == 1 {
+						i = len(ends) - 1 - i
+					}
+					ends[i].run(b, n)
+				}
+				done += n
 			}
 			b.StopTimer()
-			dm, gm := median(dd), median(gd)
-			policy := policyWork(s.g, 20000)
-			b.ReportMetric(float64(dm.Microseconds()), "direct-p50-µs")
-			b.ReportMetric(float64(gm.Microseconds()), "gateway-p50-µs")
-			b.ReportMetric(float64(gm)/float64(dm), "ratio")
-			b.ReportMetric(float64(policy.Nanoseconds()), "policy-ns")
-			if added := gm - dm; added > 0 {
-				b.ReportMetric(100*float64(policy)/float64(added), "policy-%-of-added")
+			gm, pm := median(gw.lat), median(px.lat)
+			b.ReportMetric(float64(gm.Nanoseconds())/1e3, "gateway-p50-µs")
+			b.ReportMetric(float64(pm.Nanoseconds())/1e3, "proxy-p50-µs")
+			b.ReportMetric(float64(gm)/float64(pm), "p50-ratio")
+			gc, pc := gw.cpuPerCall(), px.cpuPerCall()
+			b.ReportMetric(gc, "gateway-cpu-µs/call")
+			b.ReportMetric(pc, "proxy-cpu-µs/call")
+			b.ReportMetric(gc/pc, "cpu-ratio")
+			hop := gc
+			if direct != nil {
+				dc := direct.cpuPerCall()
+				b.ReportMetric(float64(median(direct.lat).Nanoseconds())/1e3, "direct-p50-µs")
+				b.ReportMetric(dc, "direct-cpu-µs/call")
+				b.ReportMetric(gc-dc, "gateway-hop-cpu-µs/call")
+				b.ReportMetric(pc-dc, "proxy-hop-cpu-µs/call")
+				b.ReportMetric((gc-dc)/(pc-dc), "hop-cpu-ratio")
+				hop = gc - dc
 			}
+			policy, paused := policyWork(s.g, 20000, meta), pausedPolicyWork(s.g, 500, meta)
+			b.ReportMetric(float64(policy.Nanoseconds()), "policy-ns")
+			b.ReportMetric(100*float64(policy.Nanoseconds())/1e3/hop, "policy-%-of-hop")
+			b.ReportMetric(float64(paused.Nanoseconds()), "paused-policy-ns")
+			b.ReportMetric(100*float64(paused.Nanoseconds())/1e3/hop, "paused-policy-%-of-hop")
 		})
 	}
 }
 
 // BenchmarkPolicyWork is the gateway's policy work on one tools/call, with
-// the decision record written to a file.
+// the decision record written to a file: back to back, with no _meta
+// (2025-11-25) and with the _meta a 2026-07-28 client sends; and paused,
+// each call after policyPause asleep (pausedPolicyWork), whose ns/op is
+// the work alone. The paused row also reports its two largest parts, each
+// timed after a pause of its own: the decision (decide-ns) and the
+// decision record's write (log-ns).
 func BenchmarkPolicyWork(b *testing.B) {
-	benchGC(b, "inmemory")
-	s := newBench(b, "inmemory")
-	defer s.close()
-	var meta mcp.Meta
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := s.g.authorizeCall("alice", "github__echo"); err != nil {
-			b.Fatal(err)
-		}
-		_, done := s.g.forwardMeta(meta, nil, nil)
-		done()
-	}
-}
-
-// BenchmarkThroughputHTTP runs 32 concurrent clients over streamable HTTP,
-// each with its own session, directly and through the gateway. The two
-// alternate for five rounds of b.N calls each, so that drift in the
-// machine's load or the heap's state falls on both alike; it reports the
-// median calls per second of each and the median of the rounds' ratios.
-// (An op is all ten phases, 10·b.N calls: read the reported metrics, not
-// ns/op.)
-func BenchmarkThroughputHTTP(b *testing.B) {
-	benchGC(b, "http")
-	const rounds = 5
-	s := newBench(b, "http")
-	defer s.close()
-	direct, gw := openClients(b, s.direct, "echo"), openClients(b, s.gateway, "github__echo")
-	defer func() { // before s.close: its servers wait for these clients
-		for _, cs := range append(direct, gw...) {
-			cs.Close()
-		}
-	}()
-	var d, g, ratio []float64
-	b.ResetTimer()
-	for range rounds {
-		dr, gr := callAll(b, direct, "echo"), callAll(b, gw, "github__echo")
-		d, g, ratio = append(d, dr), append(g, gr), append(ratio, gr/dr)
-	}
-	b.StopTimer()
-	b.ReportMetric(medianOf(d), "direct-calls/s")
-	b.ReportMetric(medianOf(g), "gateway-calls/s")
-	b.ReportMetric(medianOf(ratio), "ratio")
-	b.ReportMetric(slices.Min(ratio), "ratio-min")
-	b.ReportMetric(slices.Max(ratio), "ratio-max")
-}
-
-// benchClients is the number of concurrent clients of the throughput
-// benchmarks.
-const benchClients = 32
-
-// openClients opens benchClients sessions with connect and makes a first
-// call of name on each.
-func openClients(b *testing.B, connect func(testing.TB) *mcp.ClientSession, name string) []*mcp.ClientSession {
-	sessions := make([]*mcp.ClientSession, benchClients)
-	for i := range sessions {
-		sessions[i] = connect(b)
-		call(b, sessions[i], name)
-	}
-	return sessions
-}
-
-// callAll makes b.N calls of name, spread over sessions calling
-// concurrently, and returns the calls per second.
-func callAll(b *testing.B, sessions []*mcp.ClientSession, name string) float64 {
-	var left atomic.Int64
-	left.Store(int64(b.N))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for _, cs := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for left.Add(-1) >= 0 {
-				call(b, cs, name)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(b.N) / time.Since(start).Seconds()
-}
-
-// BenchmarkOnePathHTTP runs one path of BenchmarkThroughputHTTP alone,
-// 32 clients over streamable HTTP, so that each can be profiled on its own:
-//
-//	go test ./runtime/gateway -run '^$' -bench OnePathHTTP/direct -benchtime=20000x -cpuprofile direct.out
-//	go test ./runtime/gateway -run '^$' -bench OnePathHTTP/gateway -benchtime=20000x -cpuprofile gateway.out
-//
-// CPU per call is the profile's total samples over b.N.
-func BenchmarkOnePathHTTP(b *testing.B) {
-	for _, path := range []string{"direct", "gateway"} {
-		b.Run(path, func(b *testing.B) {
-			benchGC(b, "http")
-			s := newBench(b, "http")
+	for _, row := range []struct {
+		name string
+		meta mcp.Meta
+	}{{"2025-11-25", nil}, {"2026-07-28", newVersionMeta}, {"paused", nil}} {
+		b.Run(row.name, func(b *testing.B) {
+			benchGC(b)
+			s := newBench(b, "inmemory")
 			defer s.close()
-			connect, name := s.direct, "echo"
-			if path == "gateway" {
-				connect, name = s.gateway, "github__echo"
-			}
-			sessions := openClients(b, connect, name)
-			defer func() { // before s.close: its servers wait for these clients
-				for _, cs := range sessions {
-					cs.Close()
+			if row.name == "paused" {
+				b.ReportMetric(float64(pausedPolicyWork(s.g, b.N, nil).Nanoseconds()), "ns/op")
+				t := s.g.table.Load()
+				var decided, logged time.Duration
+				for range b.N {
+					time.Sleep(policyPause)
+					t0 := time.Now()
+					d := tableDecide(t, t0, "alice", "github", table.Tool, "echo")
+					decided += time.Since(t0)
+					time.Sleep(policyPause)
+					t1 := time.Now()
+					if _, err := s.g.logDecision(t, t0, "alice", "github", table.Tool, "echo", OpCall, d); err != nil {
+						b.Fatal(err)
+					}
+					logged += time.Since(t1)
 				}
-			}()
+				b.ReportMetric(float64(decided.Nanoseconds())/float64(b.N), "decide-ns")
+				b.ReportMetric(float64(logged.Nanoseconds())/float64(b.N), "log-ns")
+				return
+			}
+			b.ReportAllocs()
 			b.ResetTimer()
-			callAll(b, sessions, name)
+			for range b.N {
+				policyCall(s.g, row.meta)
+			}
 		})
 	}
 }
 
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
+// idleClients is the number of idle clients BenchmarkIdleSession opens to
+// each middle party at once.
+const idleClients = 100
+
+// BenchmarkIdleSession reports what idle clients cost the gateway and the
+// bare proxy: idleClients are opened to each, one after the other, and the
+// difference in live heap and goroutine stacks (after a collection) is
+// divided by their number. An op is one such measurement of each.
+//
+//   - inmemory: 2025-11-25 sessions in this process; the figure is the
+//     client's side and the server's together (both share one upstream
+//     session).
+//   - http-2025-11-25: each client with a connection of its own and a
+//     session, which holds its standalone stream (a GET) open; the figure
+//     is the middle party's process alone.
+//   - http-2026-07-28: each client with a connection of its own, after
+//     server/discover and no other request: there is no session, so what
+//     the middle party holds is an idle connection.
+//   - http-2026-07-28-listen: as http-2026-07-28, each client with a
+//     subscriptions/listen stream open (it handles tools/list_changed).
+//
+// The middle parties run as in BenchmarkToolCall.
+func BenchmarkIdleSession(b *testing.B) {
+	b.Run("inmemory", func(b *testing.B) {
+		benchGC(b)
+		s := newBench(b, "inmemory")
+		defer s.close()
+		measure := func(connect func(testing.TB) *mcp.ClientSession) (heap, stack float64) {
+			// Two collections each time: the first keeps what sync.Pools
+			// held, the second frees it.
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			sessions := make([]*mcp.ClientSession, idleClients)
+			for i := range sessions {
+				sessions[i] = connect(b)
+			}
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			for _, cs := range sessions {
+				cs.Close()
+			}
+			return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / idleClients,
+				float64(int64(after.StackInuse)-int64(before.StackInuse)) / idleClients
+		}
+		var gh, gs, ph, ps []float64
+		for range b.N {
+			h, st := measure(s.gateway)
+			gh, gs = append(gh, h), append(gs, st)
+			h, st = measure(s.proxy)
+			ph, ps = append(ph, h), append(ps, st)
+		}
+		reportIdle(b, "gateway", gh, gs, nil)
+		reportIdle(b, "proxy", ph, ps, nil)
+	})
+	for _, row := range []struct {
+		name, version string
+		listen        bool
+	}{{"http-2025-11-25", legacyVersion, false}, {"http-2026-07-28", newVersion, false}, {"http-2026-07-28-listen", newVersion, true}} {
+		b.Run(row.name, func(b *testing.B) {
+			up := startRole(b, "upstream-http")
+			parties := []*roleProcess{
+				startRole(b, "gateway-http", benchUpstreamEnv+"="+up.url),
+				startRole(b, "proxy-http", benchUpstreamEnv+"="+up.url),
+			}
+			var opts *mcp.ClientOptions
+			if row.listen {
+				opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
+			}
+			// Requests each idle client keeps in flight: the standalone
+			// stream of a session, or a listen.
+			held := 0
+			if row.version < newVersion || row.listen {
+				held = 1
+			}
+			heap, stack, goroutines := make([][]float64, 2), make([][]float64, 2), make([][]float64, 2)
+			for range b.N {
+				for i, p := range parties {
+					h0, s0, g0 := p.memory(b, 0)
+					sessions := make([]*mcp.ClientSession, idleClients)
+					transports := make([]*http.Transport, idleClients)
+					for j := range sessions {
+						transports[j] = http.DefaultTransport.(*http.Transport).Clone()
+						client := &http.Client{Transport: bearer{"bench-token", transports[j]}}
+						sessions[j] = connectAt(b, &mcp.StreamableClientTransport{Endpoint: p.url, HTTPClient: client}, row.version, opts)
+					}
+					h1, s1, g1 := p.memory(b, held*idleClients)
+					for j, cs := range sessions {
+						cs.Close()
+						transports[j].CloseIdleConnections()
+					}
+					heap[i] = append(heap[i], (h1-h0)/idleClients)
+					stack[i] = append(stack[i], (s1-s0)/idleClients)
+					goroutines[i] = append(goroutines[i], (g1-g0)/idleClients)
+				}
+			}
+			reportIdle(b, "gateway", heap[0], stack[0], goroutines[0])
+			reportIdle(b, "proxy", heap[1], stack[1], goroutines[1])
+		})
+	}
 }
 
-// BenchmarkIdleSession reports the heap each idle client session costs,
-// client and server side together, directly and through the gateway (whose
-// sessions share one upstream session): b.N sessions of each kind are
-// opened and kept open while the heap is measured.
-func BenchmarkIdleSession(b *testing.B) {
-	for _, transport := range []string{"inmemory", "http"} {
-		b.Run(transport, func(b *testing.B) {
-			benchGC(b, transport)
-			s := newBench(b, transport)
-			defer s.close()
-			// Heap and goroutine stacks (the SDK runs goroutines per
-			// session), per session.
-			measure := func(connect func(testing.TB) *mcp.ClientSession) (heap, stack float64) {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				sessions := make([]*mcp.ClientSession, b.N)
-				for i := range sessions {
-					sessions[i] = connect(b)
-				}
-				time.Sleep(50 * time.Millisecond) // let standalone streams settle
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				for _, cs := range sessions {
-					cs.Close()
-				}
-				return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(b.N),
-					float64(int64(after.StackInuse)-int64(before.StackInuse)) / float64(b.N)
-			}
-			direct, directStack := measure(s.direct)
-			gw, gwStack := measure(s.gateway)
-			b.ReportMetric(direct, "direct-B/session")
-			b.ReportMetric(gw, "gateway-B/session")
-			b.ReportMetric(directStack, "direct-stack-B/session")
-			b.ReportMetric(gwStack, "gateway-stack-B/session")
-		})
+// reportIdle reports the medians of an idle client's cost to party.
+func reportIdle(b *testing.B, party string, heap, stack, goroutines []float64) {
+	mid := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	b.ReportMetric(mid(heap), party+"-heap-B/client")
+	b.ReportMetric(mid(stack), party+"-stack-B/client")
+	if goroutines != nil {
+		b.ReportMetric(mid(goroutines), party+"-goroutines/client")
 	}
 }
 
@@ -459,13 +578,10 @@ mcp_servers: github: access: tool: allow_list: ["echo", "tool_*[02468]"]
 // its own.
 const benchListed = 500
 
-// BenchmarkListTools times tools/list of an upstream with 500 more tools,
-// directly and through the gateway (which decides and records each), over
-// in-memory transports.
 // listingBench is an upstream with benchListed more tools, reached in
 // memory by dial, and a gateway in front of it serving listPolicy.
 func listingBench(b *testing.B, policy string) (g *Gateway, dial func(context.Context) (mcp.Transport, error)) {
-	benchGC(b, "inmemory")
+	benchGC(b)
 	up := testupstream.New(testupstream.Options{Name: "github"})
 	for i := range benchListed {
 		up.Server.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%03d", i), InputSchema: map[string]any{"type": "object"}},
@@ -493,6 +609,9 @@ func listingBench(b *testing.B, policy string) (g *Gateway, dial func(context.Co
 	return g, dial
 }
 
+// BenchmarkListTools times tools/list of an upstream with 500 more tools,
+// directly and through the gateway (which decides and records each), over
+// in-memory transports.
 func BenchmarkListTools(b *testing.B) {
 	g, dial := listingBench(b, listPolicy)
 	list := func(b *testing.B, cs *mcp.ClientSession, want int) {

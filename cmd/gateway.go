@@ -23,6 +23,7 @@ import (
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/gateway"
 	"github.com/policyc/policyc/runtime/gateway/config"
+	"github.com/policyc/policyc/runtime/gateway/identity"
 )
 
 func init() { register(newGatewayCmd) }
@@ -180,6 +181,29 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		}
 		s.Gateway.Check = func(t *decide.Table) error { return checkChannels(t, gate, names) }
 	}
+	if s.OAuth != nil {
+		// The issuers' keys are fetched now, for a check too: a gateway
+		// that cannot verify tokens does not start.
+		cfg := *s.OAuth
+		cfg.Logger = logger
+		ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+		v, err := identity.New(ctx, cfg)
+		cancel()
+		if err != nil {
+			return gatewayDiagnostics(stderr, dir, []compiler.Diagnostic{s.IssuerDiagnostic(err)}, config.ForGateway)
+		}
+		s.HTTP.OAuth = &gateway.OAuthOptions{Verifier: v, Scopes: s.OAuthScopes}
+		enforceable := s.Gateway.Check
+		s.Gateway.Check = func(t *decide.Table) error {
+			if err := s.CheckGroups(t); err != nil {
+				return err
+			}
+			if enforceable != nil {
+				return enforceable(t)
+			}
+			return nil
+		}
+	}
 	if o.check {
 		s.Gateway.Log = gateway.NewJSONLog(io.Discard)
 		t, err := gateway.Check(s.Gateway)
@@ -309,7 +333,7 @@ func newHTTPServer(h http.Handler) *http.Server {
 // gatewayRefusal maps a boot refusal to its exit code.
 func gatewayRefusal(err error) error {
 	code := verifyExitCode(err)
-	if errors.Is(err, gateway.ErrApprovalsWithoutGate) || errors.Is(err, gateway.ErrCannotEnforce) {
+	if errors.Is(err, gateway.ErrApprovalsWithoutGate) || errors.Is(err, gateway.ErrCannotEnforce) || errors.Is(err, config.ErrUnknownGroup) {
 		code = ExitProblems
 	}
 	return withCode(code, fmt.Errorf("gateway not started: %w", err))

@@ -34,7 +34,26 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 		for _, p := range s.HTTP.Tokens {
 			principals[p] = true
 		}
-		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.Address, count(len(principals), "principal"))
+		static := count(len(principals), "principal") + " with static tokens"
+		switch {
+		case s.HTTP.OAuth == nil:
+			static = count(len(principals), "principal")
+		case len(principals) == 0:
+			static = "access tokens only"
+		}
+		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.Address, static)
+		if o := s.HTTP.OAuth; o != nil {
+			var issuers []string
+			for _, is := range s.OAuth.Issuers {
+				issuers = append(issuers, fmt.Sprintf("%s (%s)", is.Name, is.URL))
+			}
+			scopes := "none required"
+			if len(o.Scopes) > 0 {
+				scopes = strings.Join(o.Scopes, " ")
+			}
+			fmt.Fprintf(w, "  oauth:     resource %s; issuers %s; scopes %s; clock skew %s\n",
+				o.Verifier.Resource(), strings.Join(issuers, ", "), scopes, o.Verifier.Skew())
+		}
 		h := s.HTTP.WithDefaults()
 		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", h.MaxSessions, count(int(h.IdleTimeout/time.Minute), "minute"))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/gateway"
+	"github.com/policyc/policyc/runtime/gateway/identity"
 )
 
 // Package is the CUE package of gateway configuration files.
@@ -102,6 +103,14 @@ type Config struct {
 	Principal string
 	Address   string
 	HTTP      gateway.HTTPOptions
+	// OAuth configures the verifier of the HTTP front's access tokens
+	// (front.http.oauth), nil without one; OAuthScopes are the scopes
+	// every token must carry. The command makes the verifier, which
+	// fetches the issuers' keys, and sets HTTP.OAuth.
+	OAuth       *identity.Config
+	OAuthScopes []string
+	// issuerPos is where each issuer is configured, by name.
+	issuerPos map[string]compiler.Position
 	// Kinds describes each upstream: "stdio: npx" or "http: URL" (without
 	// credentials).
 	Kinds map[string]string
@@ -208,6 +217,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 			d.Code = compiler.CodeGatewayConfig
 			wholeUnits(d, ev.Value)
 			valueWording(d)
+			oauthWording(d)
 			if strings.HasSuffix(d.Message, cueRequired) {
 				// A missing key has no position of its own: name the file.
 				d.Message = d.Path + ": required, and not set"

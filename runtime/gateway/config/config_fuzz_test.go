@@ -29,6 +29,9 @@ func FuzzCheck(f *testing.F) {
 		// Refused keys inside blocks whose other keys are still read.
 		"package gateway\nupstreams: g: command: [\"true\"]\nfront: http: {address: 8, principals: a: token_sha256: [\"A\"]}\napprovals: {progress_interval_seconds: 1.5, servers: x: preview: 1, admin: approvers: c: 2}\n",
 		"package gateway\napprovals: servers: 3\nfront: stdio: principal: 4\n",
+		// Identity providers: URLs, claims, groups and scopes.
+		"package gateway\nfront: http: {address: \"127.0.0.1:0\", oauth: {resource: \"http://m.example.com/?q#f\", scopes: [\"a b\", \"a b\"], clock_skew_seconds: 1.5, issuers: {x: {issuer: \"https://i\", groups: g: \"h\"}, y: {issuer: \"https://i\", groups_claim: \"a..b\", principal_claim: \" \"}}}}\n",
+		"package gateway\nfront: http: oauth: {resource: 3, issuers: x: {issuer: \"https://u:p@i\", jwks_url: \"ftp://k\", audience: \"m\", groups_optional: \"yes\"}}\n",
 	} {
 		f.Add([]byte(s))
 	}

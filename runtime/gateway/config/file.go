@@ -62,8 +62,9 @@ type frontFile struct {
 		Principals map[string]struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"principals"`
-		IdleTimeoutMinutes int `json:"idle_timeout_minutes"`
-		MaxSessions        int `json:"max_sessions"`
+		OAuth              *oauthFile `json:"oauth"`
+		IdleTimeoutMinutes int        `json:"idle_timeout_minutes"`
+		MaxSessions        int        `json:"max_sessions"`
 	} `json:"http"`
 }
 

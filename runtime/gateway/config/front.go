@@ -52,12 +52,18 @@ func (r *reader) front() {
 		c.HTTP.IdleTimeout = time.Duration(h.IdleTimeoutMinutes) * time.Minute
 		c.HTTP.MaxSessions = h.MaxSessions
 		principals := slices.Sorted(maps.Keys(h.Principals))
-		if len(principals) == 0 {
+		switch {
+		case len(principals) > 0 || r.set("front.http.oauth"):
+		case r.set("front.http.principals"):
 			// The front would refuse to start, after the upstreams were
 			// connected: say it while reading, for --check too.
 			r.bad("front.http.principals", "no principal: the HTTP front admits only clients with a configured token, so no client could connect",
-				`add a principal with the SHA-256 of its bearer token, e.g. principals: alice: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum)`)
+				`add a principal with the SHA-256 of its bearer token, e.g. principals: alice: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or an identity provider (oauth)`)
+		default:
+			r.bad("front.http", "neither principals nor oauth is set: the HTTP front would admit no client",
+				`give principals: alice: token_sha256: ["..."] for static tokens (printf %s "$TOKEN" | sha256sum), or oauth: {resource: "https://...", issuers: ...} for an identity provider's access tokens`)
 		}
+		r.oauth(h.OAuth)
 		for _, p := range principals {
 			if len(h.Principals[p].TokenSHA256) == 0 {
 				r.bad("front.http.principals."+p+".token_sha256", "no token: this principal could never connect", "add the SHA-256 of its bearer token, or remove the principal")

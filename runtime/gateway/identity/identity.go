@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 			jwksURL = u
 		}
 		ks := newKeySet(is.Name, jwksURL, &v.cfg, v.cache.clear)
-		if err := ks.fetch(ctx); err != nil {
+		if err := ks.load(ctx); err != nil {
 			return nil, &BootError{Issuer: is.Name, Err: fmt.Errorf("keys of issuer %s could not be fetched from %s: %w", is.URL, jwksURL, err)}
 		}
 		v.issuers[is.URL] = &issuer{Issuer: is, keys: ks}

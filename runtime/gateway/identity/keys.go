@@ -151,10 +151,21 @@ func (s *keySet) start() <-chan struct{} {
 // refreshInBackground starts a fetch unless one is under way.
 func (s *keySet) refreshInBackground() { s.start() }
 
-// fetch fetches the key set. A fetch that fails leaves the cached keys as
-// they are, but counts as a fetch for MinRefetch, so that an unreachable
-// endpoint is not asked on every request.
+// fetch fetches the key set, and logs a failure. A fetch that fails
+// leaves the cached keys as they are, but counts as a fetch for
+// MinRefetch, so that an unreachable endpoint is not asked on every
+// request.
 func (s *keySet) fetch(ctx context.Context) error {
+	err := s.load(ctx)
+	if err != nil {
+		s.cfg.Logger.Warn("issuer keys could not be fetched", "issuer", s.name, "jwks_url", s.url, "error", err.Error())
+	}
+	return err
+}
+
+// load is fetch without the log: the first fetch's error is the
+// Verifier's.
+func (s *keySet) load(ctx context.Context) error {
 	got, err := s.get(ctx)
 	now := s.cfg.Now()
 	old := s.cur.Load()
@@ -164,7 +175,6 @@ func (s *keySet) fetch(ctx context.Context) error {
 			stale.fetched = now
 			s.cur.Store(&stale)
 		}
-		s.cfg.Logger.Warn("issuer keys could not be fetched", "issuer", s.name, "jwks_url", s.url, "error", err.Error())
 		return err
 	}
 	got.fetched = now

@@ -157,6 +157,21 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		return g.sessionServer(ti.UserID)
 	}
+	// A sessionless request other than a listen is told of nothing: it
+	// needs the principal's server, not a listing baseline, which costs a
+	// dry listing of everything (the SDK asks for the server twice per
+	// request).
+	sessionlessServer := func(r *http.Request) *mcp.Server {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if ti == nil || ti.UserID == "" {
+			return nil // unreachable behind RequireBearerToken
+		}
+		if m, _ := r.Context().Value(methodKey{}).(string); m == listenMethod {
+			return g.sessionServer(ti.UserID)
+		}
+		s, _ := g.serverFor(ti.UserID)
+		return s
+	}
 	versions := mcp.SupportedProtocolVersions()
 	front := &httpFront{
 		g: g,
@@ -164,7 +179,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 			Logger:         g.sdkLogger,
 			SessionTimeout: opts.IdleTimeout,
 		}),
-		sessionless: mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
+		sessionless: mcp.NewStreamableHTTPHandler(sessionlessServer, &mcp.StreamableHTTPOptions{
 			Logger:    g.sdkLogger,
 			Stateless: true,
 			// A request's life is its POST: a client that goes away
@@ -404,10 +419,13 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 		defer g.held.servingPost(r)()
 		f.sessions.ServeHTTP(w, r)
 		return
-	case version >= firstSessionless || metaVersion(body) != "":
+	}
+	if meta, method := sessionlessOf(body); version >= firstSessionless || meta != "" {
 		// A request of the sessionless protocol: the SDK's stateless
-		// handler serves it, or says what is wrong with its version.
-		f.sessionless.ServeHTTP(w, r)
+		// handler serves it, or says what is wrong with its version. Its
+		// method tells the handler whether to take a listing baseline
+		// (sessionlessServer).
+		f.sessionless.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), methodKey{}, method)))
 		return
 	}
 	// A POST without a session id opens a session: counted and opened
@@ -429,11 +447,12 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	f.sessions.ServeHTTP(&openingWriter{ResponseWriter: w, opened: opened}, r)
 }
 
-// metaVersion is the protocol version a request body names in its
-// params' _meta (the sessionless protocol's per-request version), "" when
-// it names none or the body is not one JSON object.
-func metaVersion(body []byte) string {
+// sessionlessOf is the protocol version a request body names in its
+// params' _meta (the sessionless protocol's per-request version) and its
+// method; "" when it names none or the body is not one JSON object.
+func sessionlessOf(body []byte) (version, method string) {
 	var m struct {
+		Method string `json:"method"`
 		Params struct {
 			Meta struct {
 				Version string `json:"io.modelcontextprotocol/protocolVersion"`
@@ -441,10 +460,18 @@ func metaVersion(body []byte) string {
 		} `json:"params"`
 	}
 	if _, err := segjson.Parse(body, &m, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return ""
+		return "", ""
 	}
-	return m.Params.Meta.Version
+	return m.Params.Meta.Version, m.Method
 }
+
+// methodKey is the context key of a sessionless request's method.
+type methodKey struct{}
+
+// listenMethod is the sessionless protocol's request for change
+// notifications: the one sessionless request that is told of listing
+// changes, and so needs the principal's listing baseline.
+const listenMethod = "subscriptions/listen"
 
 // delete closes a session with its calls answered. The SDK answers a
 // DELETE once it has closed the session, and drops the answers it has not

@@ -10,6 +10,7 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/fileio"
+	"github.com/policyc/policyc/testcase"
 )
 
 func init() { register(newInitCmd) }
@@ -23,6 +24,7 @@ type starterFile struct {
 func starterFiles() []starterFile {
 	return []starterFile{
 		{"policy.cue", starterPolicy},
+		{testcase.Dir + "/policy.cue", starterTests},
 		{compiler.ConfigFileName, starterLintConfig},
 		{".pre-commit-config.yaml", fmt.Sprintf(starterPreCommit, compiler.Version)},
 		{".github/workflows/policyc.yml", ciWorkflow(compiler.Version, ".")},
@@ -37,8 +39,10 @@ func newInitCmd() *cobra.Command {
 created if missing):
 
   policy.cue                      a commented example policy
+  tests/policy.cue                its test cases, for 'policyc test'
   policyc.cue                     the lint configuration
-  .pre-commit-config.yaml         runs 'policyc lint --staged' before every commit
+  .pre-commit-config.yaml         runs 'policyc lint --staged' and 'policyc test
+                                  --staged' before every commit
   .github/workflows/policyc.yml   on pull requests, lints (SARIF into code
                                   scanning), runs policyc test and posts the
                                   decisions that change; on main, tests and
@@ -47,7 +51,7 @@ created if missing):
                                   verifies the table; the same workflow as
                                   examples/ci
 
-The example compiles and lints clean. init never overwrites a file: if any of
+The example compiles, lints clean and passes its tests. init never overwrites a file: if any of
 them exists, it writes nothing and exits 3.
 
 Examples:
@@ -83,7 +87,7 @@ Examples:
 				}
 				fmt.Fprintf(out, "wrote %s\n", filepath.ToSlash(p))
 			}
-			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s', and 'pre-commit install' to lint every commit.\n", filepath.ToSlash(dir))
+			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s' and 'policyc test %s', and 'pre-commit install' to lint and test every commit.\n", filepath.ToSlash(dir), filepath.ToSlash(dir))
 			fmt.Fprintf(out, "To let CI sign tables: 'policyc keygen -o policyc-ci', commit policyc-ci.pub as keys/policyc-ci.pub, and store the text of policyc-ci.key as the secret POLICYC_SIGNING_KEY of a GitHub environment named policy-signing (docs/ci.md).\n")
 			return nil
 		},
@@ -117,9 +121,8 @@ approval_channels: page: approvals_page: {}
 
 global: access: tool: {
 	approval_channel: "page"
-	// Many MCP hosts stop waiting for a tool result after 60 s: hold a call
-	// for a human no longer than that.
-	approval_timeout_seconds: 55
+	// How long a request stays open for a human to decide.
+	approval_timeout_seconds: 1800
 }
 
 // One entry per upstream MCP server, by the name the gateway gives it.
@@ -142,6 +145,32 @@ groups: contractors: {
 }
 `
 
+const starterTests = `package tests
+
+// Test cases of policy.cue: 'policyc test' decides each with the compiled
+// table, as the gateway will, and fails on any whose decision differs; with
+// --coverage it lists the rules no case exercises. A case may name the rule
+// that must decide it: "default", FILE:LINE, or the rule as 'policyc
+// explain' names it. These files are not part of the policy.
+
+cases: github: {
+	"reads run without asking": {server: "github", name: "get_issue", expect: "allow"}
+	"so do searches": {server: "github", name: "search_code", expect: "allow"}
+	"a pull request waits for a human": {server: "github", name: "create_pull_request", expect: "approve"}
+	"a merge waits for a human": {server: "github", name: "merge_pull_request", expect: "approve", rule: "approval_list \"merge_pull_request\""}
+	"never delete a repository": {server: "github", name: "delete_repository", expect: "deny", rule: "deny_list \"delete_repository\""}
+	"a tool no rule names is denied": {server: "github", name: "fork_repository", expect: "deny", rule: "default"}
+	"a repository's files": {server: "github", kind: "resource", name: "repo://acme/app/README.md", expect: "allow"}
+}
+
+// Every case of this group asks as a member of contractors.
+cases: contractors: {
+	[_]: groups: ["contractors"]
+	"contractors read": {server: "github", name: "list_issues", expect: "allow"}
+	"contractors never merge": {server: "github", name: "merge_pull_request", expect: "deny", rule: "deny_list \"merge_pull_request\" (group:contractors scope)"}
+}
+`
+
 const starterLintConfig = `package policyc
 
 // How 'policyc lint' judges this policy. Every key is checked like the
@@ -151,23 +180,20 @@ const starterLintConfig = `package policyc
 fail_level: "warning"
 
 rules: {
-	// The longest approval hold the hosts your agents use will wait for.
-	// Raise it only if all of them wait longer (for example Claude Code with
-	// MCP_TOOL_TIMEOUT set).
-	"approval-timeout-too-long": max_seconds: 60
-
 	// Report global denies that repeat what every server already denies?
 	// Turn this off if you keep them on purpose, as a guard.
 	"redundant-deny": level: "info"
 }
 `
 
-const starterPreCommit = `# pre-commit (https://pre-commit.com): lint the policy as it is staged, before
-# every commit. Set up once with: pre-commit install
+const starterPreCommit = `# pre-commit (https://pre-commit.com): lint and test the policy as it is
+# staged, before every commit. Set up once with: pre-commit install
 repos:
   - repo: https://github.com/policyc/policyc
     rev: v%s
     hooks:
       - id: policyc-lint
         # args: [path/to/policy]   # when the policy is not at the repository root
+      - id: policyc-test
+        # args: [path/to/policy]
 `

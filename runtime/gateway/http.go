@@ -157,20 +157,21 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		return g.sessionServer(ti.UserID)
 	}
-	// A sessionless request other than a listen is told of nothing: it
-	// needs the principal's server, not a listing baseline, which costs a
-	// dry listing of everything (the SDK asks for the server twice per
-	// request).
+	// A sessionless request other than a listen is told of nothing: once
+	// its principal has a server (and so a listing baseline), it needs the
+	// server, not a new baseline, which costs a dry listing of everything
+	// (and the SDK asks for the server twice per request).
 	sessionlessServer := func(r *http.Request) *mcp.Server {
 		ti := auth.TokenInfoFromContext(r.Context())
 		if ti == nil || ti.UserID == "" {
 			return nil // unreachable behind RequireBearerToken
 		}
-		if m, _ := r.Context().Value(methodKey{}).(string); m == listenMethod {
-			return g.sessionServer(ti.UserID)
+		if m, _ := r.Context().Value(methodKey{}).(string); m != listenMethod {
+			if s := g.serverOf(ti.UserID); s != nil {
+				return s
+			}
 		}
-		s, _ := g.serverFor(ti.UserID)
-		return s
+		return g.sessionServer(ti.UserID)
 	}
 	versions := mcp.SupportedProtocolVersions()
 	front := &httpFront{

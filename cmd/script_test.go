@@ -32,6 +32,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":  cmdExits,
 			"sparse": cmdSparse,
+			"testop": cmdTestop,
 		},
 		Setup: func(env *testscript.Env) error {
 			examples, err := filepath.Abs("../examples")

@@ -34,6 +34,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/policyc/policyc/runtime/principal"
 )
 
 // Config configures a Gate.
@@ -1293,7 +1295,7 @@ func (g *Gate) decide(id, verdict, forWhat, reason string, by Approver) (Request
 	if err := g.decidableLocked(e, now); err != nil {
 		return Request{}, nil, err
 	}
-	if by.Name == e.r.Principal {
+	if principal.Same(by.Name, e.r.Principal) {
 		return Request{}, nil, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
 	}
 	d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}

@@ -262,3 +262,23 @@ func TestMaxPending(t *testing.T) {
 		t.Errorf("another principal's request: %+v; want pending", o)
 	}
 }
+
+// TestSelfByReference: a requester known by an access token's reference
+// cannot approve its own request under its plain name, nor under another
+// name with the same issuer and subject.
+func TestSelfByReference(t *testing.T) {
+	g := openGate(t, "", nil)
+	c := call("bob groups=dev iss=https://idp.example.com sub=248289761001", "merge_pull_request", `{}`)
+	c.HoldFor = time.Millisecond
+	o, err := g.HoldCall(context.Background(), c)
+	if err != nil || o.Answer != AnswerPending {
+		t.Fatalf("%+v %v", o, err)
+	}
+	for _, by := range []string{"bob", "robert iss=https://idp.example.com sub=248289761001"} {
+		_, err := g.Decide(o.RequestID, VerdictApprove, ForOnce, "", Approver{Name: by})
+		wantErr(t, err, ErrSelf, "cannot decide it")
+	}
+	if _, err := g.Decide(o.RequestID, VerdictApprove, ForOnce, "", Approver{Name: "carol"}); err != nil {
+		t.Fatalf("another approver: %v", err)
+	}
+}

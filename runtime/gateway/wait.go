@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/policyc/policyc/runtime/principal"
 )
 
 // WaitToolName is the gateway's own tool: an agent whose held call was
@@ -79,8 +80,8 @@ const DefaultHoldInPlace = 50 * time.Second
 // holdFor is how long a call of principal from client is held in place;
 // progress is set when the client asked for progress. Zero means as long
 // as the request lives.
-func (o HoldOptions) holdFor(principal, client string, progress bool) time.Duration {
-	if d, ok := o.Principals[principal]; ok {
+func (o HoldOptions) holdFor(ref, client string, progress bool) time.Duration {
+	if d, ok := o.Principals[principal.Name(ref)]; ok {
 		return d
 	}
 	if d, ok := o.Clients[client]; ok {

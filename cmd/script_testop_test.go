@@ -21,8 +21,10 @@ var providers sync.Map // *testscript.TestScript → *testop.Provider
 //	testop start              start it; $ISSUER is its issuer URL
 //	testop subst FILE...      replace ISSUER_URL in each FILE by $ISSUER
 //	testop client ID SUBJECT AUDIENCE [GROUP...]
-//	                          add a client-credentials client whose tokens
-//	                          carry SUBJECT, AUDIENCE and the groups claim
+//	                          add a client-credentials client (secret
+//	                          ID-secret) whose tokens carry SUBJECT,
+//	                          AUDIENCE ("-": the resource the token request
+//	                          names) and the groups claim
 //	testop token ID [SCOPE...]
 //	                          print a token of client ID, got from the
 //	                          provider's token endpoint
@@ -64,7 +66,11 @@ func cmdTestop(ts *testscript.TestScript, neg bool, args []string) {
 		for _, g := range args[4:] {
 			groups = append(groups, g)
 		}
-		op().SetClient(args[1], testop.Client{Secret: args[1] + "-secret", Subject: args[2], Audience: []string{args[3]},
+		var aud []string
+		if args[3] != "-" {
+			aud = []string{args[3]}
+		}
+		op().SetClient(args[1], testop.Client{Secret: args[1] + "-secret", Subject: args[2], Audience: aud,
 			Claims: map[string]any{"groups": groups}})
 	case "token":
 		if len(args) < 2 {

@@ -41,8 +41,9 @@ type Client struct {
 	Secret string
 	// Subject is the tokens' sub; default the client's id.
 	Subject string
-	// Audience is the tokens' aud. Required: the provider issues no token
-	// without one.
+	// Audience is the tokens' aud. Empty: the resource the token request
+	// names (RFC 8707's resource parameter); a request naming none gets no
+	// token.
 	Audience []string
 	// Claims are added to every token (groups, email, ...).
 	Claims map[string]any
@@ -89,6 +90,14 @@ func Start(alg jose.SignatureAlgorithm) (*Provider, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", prov)
+	mux.HandleFunc("/oauth/token", func(w http.ResponseWriter, r *http.Request) {
+		// The resource indicator (RFC 8707), for the storage: the op
+		// package hands it only the scopes.
+		if err := r.ParseForm(); err == nil && r.PostForm.Get("resource") != "" {
+			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.PostForm["resource"]))
+		}
+		prov.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
 		p.jwksRequests.Add(1)
 		if p.keysDown.Load() {
@@ -277,13 +286,20 @@ func (s *storage) ClientCredentials(_ context.Context, clientID, clientSecret st
 	return &opClient{id: clientID, c: c}, nil
 }
 
-func (s *storage) ClientCredentialsTokenRequest(_ context.Context, clientID string, scopes []string) (op.TokenRequest, error) {
+// resourceKey is the context key of a token request's resource
+// parameters.
+type resourceKey struct{}
+
+func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, clientID string, scopes []string) (op.TokenRequest, error) {
 	c, ok := s.client(clientID)
 	if !ok {
 		return nil, errors.New("unknown client")
 	}
 	if len(c.Audience) == 0 {
-		return nil, oidc.ErrInvalidRequest().WithDescription("client %s has no audience", clientID)
+		c.Audience, _ = ctx.Value(resourceKey{}).([]string)
+	}
+	if len(c.Audience) == 0 {
+		return nil, oidc.ErrInvalidTarget().WithDescription("client %s has no audience, and the request names no resource", clientID)
 	}
 	sub := c.Subject
 	if sub == "" {

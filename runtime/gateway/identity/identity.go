@@ -37,6 +37,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -359,6 +361,11 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (*Id
 	if std.Subject == "" {
 		return nil, refuse(MissingClaim, "no sub")
 	}
+	if !printable(std.Subject) {
+		// It names the client in logs, approval requests and the
+		// decision log.
+		return nil, refuse(BadClaim, "sub %s is longer than %d bytes or holds a control character", quoteShort(std.Subject), maxSubject)
+	}
 	c, err := mapClaims(all, &is.Issuer)
 	if err != nil {
 		var ce *claimError
@@ -375,6 +382,23 @@ func algList() string {
 		s[i] = string(a)
 	}
 	return strings.Join(s, ", ")
+}
+
+// maxSubject bounds a token's sub.
+const maxSubject = 256
+
+// printable says whether s is a subject the gateway can show: at most
+// maxSubject bytes of valid UTF-8 without control characters.
+func printable(s string) bool {
+	if len(s) > maxSubject || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 // validPrincipal is table.ValidPrincipal, here for mapClaims.

@@ -500,3 +500,21 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestSubjectMustBePrintable(t *testing.T) {
+	p := startOP(t, jose.ES256)
+	c := agent()
+	c.Subject = "agent\x1b[2J7"
+	p.SetClient("agent", c)
+	refused(t, verifyErr(newVerifier(t, nil, corp(p)), token(t, p, "agent")), BadClaim)
+	c.Subject = strings.Repeat("s", maxSubject+1)
+	p.SetClient("agent", c)
+	refused(t, verifyErr(newVerifier(t, nil, corp(p)), token(t, p, "agent")), BadClaim)
+	c.Subject = "248 289 ünïcode" // a subject, not a principal name: the principal is the email
+	p.SetClient("agent", c)
+	is := corp(p)
+	is.PrincipalClaim = "email"
+	if err := verifyErr(newVerifier(t, nil, is), token(t, p, "agent")); err != nil {
+		t.Errorf("a printable subject: %v", err)
+	}
+}

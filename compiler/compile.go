@@ -80,11 +80,21 @@ type compilation struct {
 	// error at each use of them is not reported again.
 	badImports map[string]bool
 	diags      []Diagnostic
+	// labelFree says the embedded schema binds no label to a name (it
+	// has no alias), so that a pattern constraint's value is the same for
+	// every key it applies to; see schemaChild.
+	labelFree bool
+	// children and byPattern are schemaChild's answers, by key and, for
+	// a key only pattern constraints define, by the patterns it matches.
+	children  map[childKey]childAnswer
+	byPattern map[patternKey]childAnswer
+	shapes    map[cue.Value]*schemaShape
 }
 
 func newCompilation(pkg, def string) *compilation {
 	return &compilation{ctx: cuecontext.New(), def: def, pkg: pkg, badKeys: map[string]bool{},
-		markedKeys: map[string]bool{}, markedAt: map[Position]bool{}}
+		markedKeys: map[string]bool{}, markedAt: map[Position]bool{},
+		children: map[childKey]childAnswer{}, byPattern: map[patternKey]childAnswer{}, shapes: map[cue.Value]*schemaShape{}}
 }
 
 func (c *compilation) add(d Diagnostic) { c.diags = append(c.diags, d) }
@@ -151,11 +161,13 @@ func (c *compilation) evaluate(files []File) cue.Value {
 // schema builds the embedded schema package.
 func (c *compilation) schema() cue.Value {
 	inst := build.NewContext().NewInstance("", nil)
+	c.labelFree = true
 	for _, f := range schema.Files() {
 		tree, err := parser.ParseFile(f.Name, f.Data, parser.ParseComments)
 		if err != nil {
 			panic("embedded schema does not parse: " + err.Error())
 		}
+		c.labelFree = c.labelFree && !bindsLabel(tree)
 		if err := inst.AddSyntax(tree); err != nil {
 			panic("embedded schema: " + err.Error())
 		}

@@ -910,10 +910,43 @@ func (c *compilation) schemaAllows(schema cue.Value, name string) bool {
 
 // schemaChild returns the schema of field name inside schema, following
 // pattern constraints such as mcp_servers: [#Name]: #Server.
+//
+// Answers are kept: by key, and, for a key that only pattern constraints
+// define, by the set of the struct's patterns the key matches, since CUE
+// gives every key the values of the patterns it matches and nothing that
+// depends on the key itself (the embedded schema binds no label). The
+// thousands of keys of one map (servers, test cases) then share one
+// schema value, and so do the lookups below it, where each would
+// otherwise have CUE evaluate the pattern's value again.
 func (c *compilation) schemaChild(schema cue.Value, name string) (cue.Value, bool) {
+	key := childKey{schema, name}
+	if a, ok := c.children[key]; ok {
+		return a.v, a.ok
+	}
 	if schema.IncompleteKind()&cue.StructKind == 0 || !schema.Allows(cue.Str(name)) {
+		c.children[key] = childAnswer{}
 		return cue.Value{}, false
 	}
+	var pk patternKey
+	byPattern := false
+	if sh := c.shapeOf(schema); sh != nil && !sh.fixed[name] {
+		pk, byPattern = patternKey{schema, sh.matching(name)}, true
+		if a, ok := c.byPattern[pk]; ok {
+			return a.v, a.ok
+		}
+	}
+	v, ok := lookupChild(c.ctx, schema, name)
+	if byPattern {
+		c.byPattern[pk] = childAnswer{v, ok}
+	} else {
+		c.children[key] = childAnswer{v, ok}
+	}
+	return v, ok
+}
+
+// lookupChild is schemaChild without its memory: the field of that name,
+// or what the struct's pattern constraints make of it.
+func lookupChild(ctx *cue.Context, schema cue.Value, name string) (cue.Value, bool) {
 	sel := cue.Str(name)
 	if v := schema.LookupPath(cue.MakePath(sel.Optional())); v.Exists() {
 		return v, true
@@ -921,9 +954,113 @@ func (c *compilation) schemaChild(schema cue.Value, name string) (cue.Value, boo
 	if v := schema.LookupPath(cue.MakePath(sel)); v.Exists() {
 		return v, true
 	}
-	probe := c.ctx.CompileString(fmt.Sprintf("{%q: _}", name))
+	probe := ctx.CompileString(fmt.Sprintf("{%q: _}", name))
 	v := schema.Unify(probe).LookupPath(cue.MakePath(sel))
 	return v, v.Exists()
+}
+
+type childKey struct {
+	schema cue.Value
+	name   string
+}
+
+type patternKey struct {
+	schema cue.Value
+	// matched has one byte per pattern constraint of schema: 1 when the
+	// key matches it.
+	matched string
+}
+
+type childAnswer struct {
+	v  cue.Value
+	ok bool
+}
+
+// schemaShape is what schemaChild needs to know of a struct of the schema:
+// the keys it declares, and for each of its pattern constraints a closed
+// struct with only that pattern, which allows exactly the keys the
+// pattern matches.
+type schemaShape struct {
+	fixed    map[string]bool
+	matchers []cue.Value
+}
+
+// shapeOf returns the shape of a struct of the schema, or nil when keys
+// its patterns define cannot share answers: when the schema binds a label
+// (an alias), or the struct is a disjunction, or has a default or a pattern
+// CUE cannot evaluate.
+func (c *compilation) shapeOf(schema cue.Value) *schemaShape {
+	if sh, ok := c.shapes[schema]; ok {
+		return sh
+	}
+	sh := c.newShape(schema)
+	c.shapes[schema] = sh
+	return sh
+}
+
+func (c *compilation) newShape(schema cue.Value) *schemaShape {
+	if !c.labelFree {
+		return nil
+	}
+	if op, _ := schema.Expr(); op == cue.OrOp {
+		return nil
+	}
+	if _, hasDefault := schema.Default(); hasDefault {
+		return nil
+	}
+	it, err := schema.Fields(cue.Optional(true), cue.Patterns(true))
+	if err != nil {
+		return nil
+	}
+	sh := &schemaShape{fixed: map[string]bool{}}
+	for it.Next() {
+		sel := it.Selector()
+		switch {
+		case sel.ConstraintType()&cue.PatternConstraint != 0:
+			p := sel.Pattern()
+			if p.Err() != nil {
+				return nil
+			}
+			scope := c.ctx.CompileString("{}").FillPath(cue.MakePath(cue.Str("p")), p)
+			m := c.ctx.CompileString("close({[p]: _})", cue.Scope(scope))
+			if m.Err() != nil {
+				return nil
+			}
+			sh.matchers = append(sh.matchers, m)
+		case sel.LabelType() == cue.StringLabel:
+			sh.fixed[sel.Unquoted()] = true
+		}
+	}
+	return sh
+}
+
+// matching returns which of the shape's patterns a key matches, one byte
+// each: CUE's answer to whether the pattern's closed struct allows it.
+func (sh *schemaShape) matching(name string) string {
+	sel := cue.Str(name)
+	m := make([]byte, len(sh.matchers))
+	for i, p := range sh.matchers {
+		if p.Allows(sel) {
+			m[i] = 1
+		}
+	}
+	return string(m)
+}
+
+// bindsLabel reports whether a schema file has an alias, which may bind a
+// field's label to a name its value uses.
+func bindsLabel(f *ast.File) bool {
+	found := false
+	ast.Walk(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Alias, *ast.PostfixAlias:
+			found = true
+		case *ast.Field:
+			found = found || n.Alias != nil
+		}
+		return !found
+	}, nil)
+	return found
 }
 
 // unknownKey builds the diagnostic for a key the schema does not allow,

@@ -148,7 +148,11 @@ func (c *compilation) evaluate(files []File) cue.Value {
 		c.cueErrorList(c.finalErrors(errs), CodeType)
 		return cue.Value{}
 	}
-	c.checkMarkedValues(v, nil)
+	if !plainData(c.parsed.files) {
+		// Sources with no reference, pattern, embedding or marker can hold
+		// no field that is only a constraint: nothing to walk for.
+		c.checkMarkedValues(v, nil)
+	}
 	if len(unresolved(errs)) > 0 {
 		// A reference not found leaves nothing evaluated: the other
 		// problems are looked for without it.

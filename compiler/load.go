@@ -845,6 +845,67 @@ func (c *compilation) checkMarkedValues(v cue.Value, path []string) {
 	}
 }
 
+// plainData reports whether the files are data only: fields with plain
+// labels and no marker, whose values are literals, structs and lists of
+// them. Such sources have no field that is an optional or required
+// constraint, so checkMarkedValues has nothing to find in them: every such
+// field comes from a marker, a definition or hidden field referred to, a
+// pattern constraint, an embedding or a comprehension, none of which plain
+// data has.
+func plainData(files []*ast.File) bool {
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if _, ok := d.(*ast.Package); !ok && !plainDecl(d) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func plainDecl(d ast.Decl) bool {
+	switch d := d.(type) {
+	case *ast.CommentGroup:
+		return true
+	case *ast.Field:
+		if d.Constraint != token.ILLEGAL || d.Alias != nil {
+			return false
+		}
+		switch d.Label.(type) {
+		case *ast.Ident, *ast.BasicLit:
+		default:
+			return false // a pattern, an alias or an interpolated label
+		}
+		return plainValue(d.Value)
+	}
+	return false
+}
+
+func plainValue(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return true
+	case *ast.UnaryExpr:
+		_, ok := e.X.(*ast.BasicLit)
+		return ok && (e.Op == token.SUB || e.Op == token.ADD)
+	case *ast.StructLit:
+		for _, d := range e.Elts {
+			if !plainDecl(d) {
+				return false
+			}
+		}
+		return true
+	case *ast.ListLit:
+		for _, x := range e.Elts {
+			if !plainValue(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // holdsData reports whether v is data rather than only a constraint: a
 // concrete scalar, a closed list or one with entries, or a struct with a
 // field that holds data.

@@ -705,11 +705,13 @@ func (c *compilation) keyPos(dotted string) Position {
 // syntax, not the evaluated value, so the position is the key's own.
 func (c *compilation) checkKeys(p *parsed) {
 	for _, f := range p.files {
-		c.walkStruct(f.Decls, c.policyDef, nil)
+		c.walkStruct(f.Decls, c.policyDef, nil, "")
 	}
 }
 
-func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []string) {
+// walkStruct checks the fields of decls against schema; path is the key
+// path of the struct, and parent the same joined by dots.
+func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []string, parent string) {
 	for _, d := range decls {
 		field, ok := d.(*ast.Field)
 		if !ok {
@@ -722,8 +724,11 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 			// produce when it is unified with the schema.
 			continue
 		}
-		keyPath := append(append([]string(nil), path...), name)
-		dotted := strings.Join(keyPath, ".")
+		keyPath := append(path[:len(path):len(path)], name) // a new array: path is shared
+		dotted := name
+		if len(path) > 0 {
+			dotted = parent + "." + name
+		}
 		pos := posOf(field.Label.Pos())
 		if _, seen := c.parsed.keyPos[dotted]; !seen {
 			c.parsed.keyPos[dotted] = pos
@@ -758,7 +763,7 @@ func (c *compilation) walkStruct(decls []ast.Decl, schema cue.Value, path []stri
 			c.add(c.markedKey(keyPath, marker, pos))
 		}
 		if st, ok := field.Value.(*ast.StructLit); ok && child.IncompleteKind()&cue.StructKind != 0 {
-			c.walkStruct(st.Elts, child, keyPath)
+			c.walkStruct(st.Elts, child, keyPath, dotted)
 		}
 	}
 }

@@ -150,15 +150,6 @@ func (p *policy) needsApprovals() bool {
 	return false
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // cue writes the policy as formatted CUE.
 func (p *policy) cue() ([]byte, error) {
 	var b bytes.Buffer

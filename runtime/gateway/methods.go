@@ -143,7 +143,7 @@ func resourceNotFound(uri string) error {
 		URI string `json:"uri"`
 	}{uri})
 	return &jsonrpc.Error{
-		Code:    mcp.CodeResourceNotFound,
+		Code:    jsonrpc.CodeInvalidParams,
 		Message: "Resource not found",
 		Data:    json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))),
 	}

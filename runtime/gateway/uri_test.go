@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/runtime/decide"
@@ -135,7 +136,7 @@ func checkNotFound(t *testing.T, answer []byte, id int, uri string) {
 		t.Errorf("%q: the answer is not JSON (%v): %q", uri, err, answer)
 		return
 	}
-	if resp.ID != id || resp.Error == nil || resp.Error.Code != mcp.CodeResourceNotFound || resp.Error.Data.URI != uri {
+	if resp.ID != id || resp.Error == nil || resp.Error.Code != jsonrpc.CodeInvalidParams || resp.Error.Data.URI != uri {
 		t.Errorf("%q: answered %s; want the not-found error naming it", uri, answer)
 	}
 }

@@ -28,6 +28,6 @@ func Example() {
 	d = rt.Decide("", "memory", table.Tool, "delete_entities")
 	fmt.Println(d.Effect, d.Rule.Pattern, d.Origin)
 	// Output:
-	// approve save_issue linear.cue:6 60 page
+	// approve save_issue linear.cue:6 900 page
 	// deny delete_entities memory.cue:7
 }

@@ -14,8 +14,7 @@ import (
 // maxDFAStates caps each automaton built by Compile. Globs can make subset
 // construction blow up exponentially (e.g. `*a??????????????????` needs 2^19
 // states); past the cap a Set falls back to trying its non-literal patterns
-// one by one. At the cap an automaton takes about 4*(cells+1)*maxDFAStates
-// bytes.
+// one by one.
 const maxDFAStates = 20000
 
 // Set is an immutable matcher compiled from an ordered list of patterns. It is
@@ -25,23 +24,24 @@ const maxDFAStates = 20000
 // name's length and end bytes: a 512-bit set of the literals' signatures
 // turns most other names away, and a set bit's rank is the position of the
 // literal with that signature, so a lookup is a popcount, one load and one
-// comparison, with no hashing of the name. Once the DFA is built it holds
-// the Set's whole answer for each literal, so a name the policy spells out
-// needs no walk. In the DFA literals would form a trie: for a 50-server
-// policy with 40% exact names that was a third of the automata's size, and
-// the automata stay in cache better without it. The other patterns form up
-// to three automata (see part) over the cells of their rune partitions,
-// walked side by side, so matching costs one table step per automaton and
-// rune of the name, independent of the number of patterns. Until the DFA is
-// built (see CompileDeferred), and if an automaton would exceed maxDFAStates
-// states, the Set calls Pattern.Match on each of those patterns in order
-// instead: still exact and allocation-free, but linear in their number.
+// comparison, with no hashing of the name. Once built, the matcher holds the
+// Set's whole answer for each literal, so a name the policy spells out needs
+// no walk. The other patterns form up to three automata (see part) over the
+// cells of their rune partitions, walked side by side, so matching costs one
+// table step per automaton and rune of the name, independent of the number
+// of patterns. Until the matcher is built (see CompileDeferred), and if an
+// automaton would exceed maxDFAStates states, the Set calls Pattern.Match on
+// each of those patterns in order instead: still exact and allocation-free,
+// but linear in their number.
 type Set struct {
-	// The fields First reads come first.
-	dfa      atomic.Pointer[dfa]
-	litSigs  [8]uint64 // the bit of each literal's signature
+	// The fields First reads come first: m is held by value, so that a
+	// walk finds its rows one load from the Set, and published by ready.
+	ready    atomic.Bool
+	m        matcher   // valid once ready
 	litRanks [8]uint16 // set bits of litSigs in the words before each word
-	// lits holds the literal patterns: first, in signature order, one per
+	litSigs  [8]uint64 // the bit of each literal's signature
+	// lits holds the literal patterns, each with the lowest index of a
+	// pattern with its text: first, in signature order, one per
 	// signature, so that a signature's rank among litSigs' bits is the
 	// index of its first literal; after them the literals whose signature
 	// an earlier one already has, chained from that one by next.
@@ -49,8 +49,8 @@ type Set struct {
 
 	n int // number of patterns
 
-	// globs are the patterns the DFA is built from, with their indices; the
-	// fallback matcher tries them in order.
+	// globs are the patterns the automata are built from, with their
+	// indices; the fallback matcher tries them in order.
 	globs []*Pattern
 	index []int32
 
@@ -60,50 +60,44 @@ type Set struct {
 // literal is a wildcard-free pattern of a Set.
 type literal struct {
 	text  string
-	index int32 // the lowest index of a pattern with this text
+	index int32 // the answer for text: in a Set, the literal's own index; in a matcher, the Set's
 	next  int32 // the next literal with the same signature, or 0
 }
 
 // maxParts is the most automata a Set's globs are split into; see part.
 const maxParts = 3
 
-// dfa is the compiled form of a Set's globs: up to maxParts automata, one
-// per group of globs (see part), in one table and walked side by side. A
-// walk reads the fields up to ascii, which come first so that they share as
-// few cache lines as possible.
-type dfa struct {
-	// Each automaton has one row of width = cells+1 values per state: a
-	// transition per cell, then 1 + the lowest index of a pattern of the
-	// automaton accepting in that state (0 for none). A transition is the
-	// offset of the next state's row, so a step is one load with no
-	// multiply. Final states, where the answer can no longer change (the
-	// dead state, where none of the automaton's patterns can match any
-	// extension of what was read, or a glob's trailing star with no earlier
-	// glob alive), have one row per answer, looping to itself; layout puts
-	// them after all the others, so a walk can tell that every automaton
-	// is final by comparing offsets with limit. Exactly one of trans16 and
-	// trans32 is set: the table is 16-bit when every value fits, which
-	// halves it and keeps more of it in cache. trans32 comes last, where a
-	// 16-bit walk does not read.
-	trans16 []uint16
-	limit   int // the offset of the first final row
-	// start is the row of each automaton's start state: an unused
-	// automaton starts, and stays, in a row of width 2 that accepts
-	// nothing.
-	start [maxParts]int32
-	cells [maxParts]int32
+// matcher is the built form of a Set: its literals with their answers and
+// up to maxParts automata, one per group of globs (see part), in one table
+// and walked side by side. The fields a walk reads come first.
+type matcher struct {
+	// Each automaton's rows lie in one block of the table, from base, one
+	// row of 1<<shift entries per state: the automaton's next state on
+	// each cell, and in the last two entries, low first, 1 + the lowest
+	// index of a pattern of the automaton accepting in that state (0 for
+	// none). States are numbered in each automaton from 0, the start, so
+	// entries fit a byte when every automaton has at most 256 states; a
+	// row is found with a shift, not a multiply. The non-final states run
+	// depth first from the start, so a walk reads nearby rows. Final
+	// states, where the answer can no longer change (the dead state, where
+	// none of the automaton's patterns can match any extension of what was
+	// read, or a glob's trailing star with no earlier glob alive), have one
+	// row per answer, looping to itself, numbered from final on, so a walk
+	// can tell that every automaton is final by comparing state numbers.
+	// Exactly one of rows8 and rows16 is set.
+	rows8 []uint8
+	base  [maxParts]int32
+	final [maxParts]int32
+	shift uint8
 	// ascii is the cell of each ASCII rune in each automaton, side by
 	// side, so that a step of all three reads one place. A cell fits a
 	// byte: cells are numbered in the order of the partition's intervals,
 	// from rune 0 up, and the at most 128 intervals that start below
 	// utf8.RuneSelf take at most the numbers 0 to 127.
-	ascii [utf8.RuneSelf][maxParts]uint8
-	// answers holds the Set's answer for each of its lits: the literal's
-	// index or, when a glob before it matches the same name, the glob's. A
-	// name that the policy spells out is thus answered with no walk.
-	answers  []int32
+	ascii    [utf8.RuneSelf][maxParts]uint8
+	rows16   []uint16
+	lits     []literal // the Set's lits, each with the Set's answer
 	alphabet [maxParts]alphabet
-	trans32  []uint32
 }
 
 // part returns the group of a glob. One automaton over all of a Set's globs
@@ -112,8 +106,7 @@ type dfa struct {
 // a class doubles them again. Split by how a glob starts, the automata are
 // several times smaller in all (docs/performance.md has the figures), and a
 // walk steps them side by side: the steps of different automata do not wait
-// for one another. The anchored group
-// mostly dies within a few runes.
+// for one another. The anchored group mostly dies within a few runes.
 func part(p *Pattern) int {
 	switch p.elems[0].kind {
 	case kindLit:
@@ -124,7 +117,7 @@ func part(p *Pattern) int {
 	return 2
 }
 
-// Compile compiles patterns, in order, into a Set, DFA included. The
+// Compile compiles patterns, in order, into a Set, matcher included. The
 // patterns must not be nil.
 func Compile(patterns []*Pattern) *Set {
 	s := CompileDeferred(patterns)
@@ -132,7 +125,7 @@ func Compile(patterns []*Pattern) *Set {
 	return s
 }
 
-// CompileDeferred prepares a Set without building its DFA: it matches
+// CompileDeferred prepares a Set without building its matcher: it matches
 // exactly at once, pattern by pattern, and becomes fast when Build runs.
 // A loader uses it to start serving before every automaton is built.
 func CompileDeferred(patterns []*Pattern) *Set {
@@ -154,7 +147,7 @@ func (s *Set) Init(patterns []*Pattern) {
 			// and a DFA state is dead iff it is empty.
 		case ok && !strings.ContainsRune(lit, utf8.RuneError):
 			// U+FFFD also matches invalid bytes, which a comparison
-			// would miss; such literals stay in the DFA.
+			// would miss; such literals stay in the automata.
 			if !seen[lit] {
 				seen[lit] = true
 				lits = append(lits, literal{text: lit, index: int32(i)})
@@ -169,57 +162,56 @@ func (s *Set) Init(patterns []*Pattern) {
 
 // indexLiterals lays out lits as the lits field describes.
 func (s *Set) indexLiterals(lits []literal) {
-	if len(lits) == 0 {
-		return
-	}
 	slices.SortStableFunc(lits, func(a, b literal) int { return cmp.Compare(signature(a.text), signature(b.text)) })
-	var firsts, rest []literal
-	for i, l := range lits {
-		if i > 0 && signature(l.text) == signature(lits[i-1].text) {
+	var rest []literal
+	last := map[uint32]int{} // the last literal of each signature
+	for _, l := range lits {
+		sig := signature(l.text)
+		if _, ok := last[sig]; ok {
 			rest = append(rest, l)
 			continue
 		}
-		firsts = append(firsts, l)
-		sig := signature(l.text)
+		last[sig] = len(s.lits)
+		s.lits = append(s.lits, l)
 		s.litSigs[sig>>6] |= 1 << (sig & 63)
 	}
 	for w := 1; w < len(s.litRanks); w++ {
 		s.litRanks[w] = s.litRanks[w-1] + uint16(bits.OnesCount64(s.litSigs[w-1]))
 	}
-	s.lits = append(firsts, rest...)
-	// Chain each signature's further literals behind its first. Both parts
-	// are in signature order, so one pass over rest finds every first.
-	last := map[uint32]int{}
-	for i := range firsts {
-		last[signature(s.lits[i].text)] = i
-	}
-	for i := len(firsts); i < len(s.lits); i++ {
-		sig := signature(s.lits[i].text)
-		s.lits[last[sig]].next = int32(i)
-		last[sig] = i
+	for _, l := range rest {
+		sig := signature(l.text)
+		s.lits[last[sig]].next = int32(len(s.lits))
+		last[sig] = len(s.lits)
+		s.lits = append(s.lits, l)
 	}
 }
 
-// Build builds the Set's DFA if it has not been built. It is safe to call
-// concurrently with First and with itself.
+// Build builds the Set's matcher if it has not been built. It is safe to
+// call concurrently with First and with itself.
 func (s *Set) Build() {
 	s.build.Do(func() {
-		if d := buildDFA(s.globs, s.index, maxDFAStates); d != nil {
-			d.answers = make([]int32, len(s.lits))
-			for k, l := range s.lits {
-				d.answers[k] = l.index
-				if g := d.first(l.text); g >= 0 && g < int(l.index) {
-					d.answers[k] = int32(g)
+		if m := buildMatcher(s.globs, s.index, maxDFAStates); m != nil {
+			m.lits = slices.Clone(s.lits)
+			for k, l := range m.lits {
+				g := 0
+				if m.rows8 != nil {
+					g = walk(m, m.rows8, l.text)
+				} else {
+					g = walk(m, m.rows16, l.text)
+				}
+				if g >= 0 && g < int(l.index) {
+					m.lits[k].index = int32(g)
 				}
 			}
-			s.dfa.Store(d)
+			s.m = *m
+			s.ready.Store(true)
 		}
 	})
 }
 
-// buildDFA builds the automata of globs, one per group (see part), or
+// buildMatcher builds the automata of globs, one per group (see part), or
 // returns nil if one of them would have more than limit states.
-func buildDFA(globs []*Pattern, index []int32, limit int) *dfa {
+func buildMatcher(globs []*Pattern, index []int32, limit int) *matcher {
 	var groups [maxParts]struct {
 		globs []*Pattern
 		index []int32
@@ -499,110 +491,113 @@ func minimize(succ, acc, final []int32, cells int) []int32 {
 	return block
 }
 
-// layout lays out the transition table of the minimized automata: first
-// every automaton's rows of non-final states, then every automaton's final
-// rows, one per answer, which loop to themselves on every cell, then the
-// row that unused automata start and stay in. A walk thus steps every
-// automaton on every rune, with no branch, and stops when all are final.
-// Rows are 16-bit when every value fits, which halves the table and keeps
-// more of it in cache.
-func layout(parts []*minDFA) *dfa {
-	s := &dfa{}
-	// rows[k] maps the classes of automaton k's non-final states to their
-	// row offsets, reps[k] lists a state of each, in row order; finals[k]
-	// maps its answers to their final rows, answers[k] lists them in order.
-	rows := make([]map[int32]int, len(parts))
-	reps := make([][]int, len(parts))
-	finals := make([]map[int32]int, len(parts))
-	answers := make([][]int32, len(parts))
-	for k, m := range parts {
-		rows[k] = map[int32]int{}
-		for id, c := range m.class {
-			if m.final[id] != 0 {
+// layout lays out the minimized automata in one table, each automaton's
+// rows in a block: depth first from the start state those of its non-final
+// states the start reaches, then one row per final answer, looping to
+// itself on every cell, the start's first. Unused automata get a block of
+// one final row that accepts nothing, so a walk steps every automaton on
+// every rune, with no branch, and stops when all are final. It returns nil
+// if the table would not fit int32 offsets.
+func layout(parts []*minDFA) *matcher {
+	m := &matcher{}
+	unused := &minDFA{alphabet: alphabet{starts: []rune{0}, cellOf: []int32{0}}, cells: 1,
+		succ: []int32{0}, acc: []int32{-1}, final: []int32{-1}, class: []int32{0}}
+	for len(parts) < maxParts {
+		parts = append(parts, unused)
+	}
+	// rows[k] lists automaton k's rows, a state of each class in row
+	// order; num[k] maps its classes to their row numbers.
+	var rows [maxParts][]int32
+	var num [maxParts]map[int32]int32
+	var nonFinal [maxParts]int
+	wide := false
+	for k, a := range parts {
+		num[k] = map[int32]int32{}
+		add := func(id int32) {
+			if _, ok := num[k][a.class[id]]; !ok {
+				num[k][a.class[id]] = int32(len(rows[k]))
+				rows[k] = append(rows[k], id)
+			}
+		}
+		// Depth first over the non-final states, lower cells first.
+		stack := []int32{a.start}
+		for len(stack) > 0 {
+			id := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if _, ok := num[k][a.class[id]]; ok || a.final[id] != 0 {
 				continue
 			}
-			if _, ok := rows[k][c]; !ok {
-				rows[k][c] = s.limit
-				s.limit += m.cells + 1
-				reps[k] = append(reps[k], id)
+			add(id)
+			for c := a.cells - 1; c >= 0; c-- {
+				stack = append(stack, a.succ[int(id)*a.cells+c])
 			}
 		}
-	}
-	end := s.limit
-	for k, m := range parts {
-		finals[k] = map[int32]int{}
-		for _, f := range m.final {
-			if f == 0 {
-				continue
-			}
-			ans := -f - 2 // -1 for the dead state
-			if _, ok := finals[k][ans]; !ok {
-				finals[k][ans] = end
-				end += m.cells + 1
-				answers[k] = append(answers[k], ans)
+		nonFinal[k] = len(rows[k])
+		add(a.start) // if final, it is the first final row
+		for id, f := range a.final {
+			if f != 0 {
+				add(int32(id))
 			}
 		}
+		m.shift = max(m.shift, uint8(bits.Len(uint(a.cells+1))))
+		wide = wide || len(rows[k]) > 1<<8
+		for _, id := range rows[k] {
+			wide = wide || a.answer(id) >= 1<<16
+		}
+		m.alphabet[k] = a.alphabet
+		for b := range m.ascii {
+			m.ascii[b][k] = uint8(a.cell(rune(b)))
+		}
 	}
-	unused := end // [unused, 0]: loops on cell 0, accepts nothing
-	trans := make([]int, 0, end+2)
-	for k, m := range parts {
-		target := func(t int32) int {
-			if f := m.final[t]; f != 0 {
-				return finals[k][-f-2]
+	width, size := 1<<m.shift, 0
+	for k := range parts {
+		if size+len(rows[k])*width > math.MaxInt32 {
+			return nil
+		}
+		m.base[k], m.final[k] = int32(size), int32(nonFinal[k])
+		size += len(rows[k]) * width
+	}
+	// Entries of a byte, or of 16 bits; the acceptance column's two
+	// entries hold twice their bits.
+	bits := 8
+	if wide {
+		bits = 16
+	}
+	table := make([]uint32, size)
+	for k, a := range parts {
+		for r, id := range rows[k] {
+			row := table[int(m.base[k])+r*width:][:width]
+			for c, t := range a.succ[int(id)*a.cells : (int(id)+1)*a.cells] {
+				if a.final[id] != 0 {
+					t = id
+				}
+				row[c] = uint32(num[k][a.class[t]])
 			}
-			return rows[k][m.class[t]]
-		}
-		for _, id := range reps[k] {
-			for _, t := range m.succ[id*m.cells : (id+1)*m.cells] {
-				trans = append(trans, target(t))
-			}
-			trans = append(trans, int(m.acc[id])+1)
-		}
-		s.start[k] = int32(target(m.start))
-		s.cells[k] = int32(m.cells)
-		s.alphabet[k] = m.alphabet
-	}
-	for k, m := range parts {
-		for _, ans := range answers[k] {
-			row := finals[k][ans]
-			for range m.cells {
-				trans = append(trans, row)
-			}
-			trans = append(trans, int(ans)+1)
+			acc := a.answer(id)
+			row[width-2], row[width-1] = acc&(1<<bits-1), acc>>bits
 		}
 	}
-	trans = append(trans, unused, 0)
-	for k := len(parts); k < maxParts; k++ {
-		s.start[k] = int32(unused)
-		s.cells[k] = 1
-		s.alphabet[k] = alphabet{starts: []rune{0}, cellOf: []int32{0}}
-	}
-	for k := range maxParts {
-		for b := range s.ascii {
-			s.ascii[b][k] = uint8(s.alphabet[k].cell(rune(b)))
+	if wide {
+		m.rows16 = make([]uint16, size)
+		for i, v := range table {
+			m.rows16[i] = uint16(v)
 		}
+		return m
 	}
-	// Every value must fit, the acceptance columns' pattern indices too:
-	// a block may hold more than 65,535 rules.
-	top := 0
-	for _, v := range trans {
-		top = max(top, v)
+	m.rows8 = make([]uint8, size)
+	for i, v := range table {
+		m.rows8[i] = uint8(v)
 	}
-	if top > math.MaxInt32 {
-		return nil
+	return m
+}
+
+// answer returns 1 + the lowest index of a glob of a accepting in state id,
+// or 0 for none.
+func (a *minDFA) answer(id int32) uint32 {
+	if f := a.final[id]; f != 0 {
+		return uint32(-f - 1) // the dead state's -1 is none
 	}
-	if top <= math.MaxUint16 {
-		s.trans16 = make([]uint16, len(trans))
-		for i, v := range trans {
-			s.trans16[i] = uint16(v)
-		}
-		return s
-	}
-	s.trans32 = make([]uint32, len(trans))
-	for i, v := range trans {
-		s.trans32[i] = uint32(v)
-	}
-	return s
+	return uint32(a.acc[id] + 1)
 }
 
 // Len returns the number of patterns the Set was compiled from.
@@ -611,89 +606,30 @@ func (s *Set) Len() int { return s.n }
 // First returns the index of the first pattern (lowest index) that matches
 // name, or -1 if none does. It does not allocate.
 func (s *Set) First(name string) int {
-	d := s.dfa.Load()
+	m := s.built()
 	if sig := signature(name); s.litSigs[sig>>6]&(1<<(sig&63)) != 0 {
 		if k := s.literal(name, sig); k >= 0 {
-			if d != nil {
-				return int(d.answers[k])
+			if m != nil {
+				return int(m.lits[k].index)
 			}
 			return s.firstByPattern(name, k)
 		}
 	}
-	// Not a literal: the globs decide.
 	switch {
-	case d == nil:
+	case m == nil:
 		return s.firstByPattern(name, -1)
-	case d.trans16 != nil:
-		return walk(d, d.trans16, name)
-	default:
-		return walk(d, d.trans32, name)
+	case m.rows8 != nil:
+		return walk(m, m.rows8, name)
 	}
+	return walk(m, m.rows16, name)
 }
 
-// FirstPair returns s.First(name) and t.First(name). When both need a walk
-// of 16-bit automata, it walks the six side by side, so that the second
-// walk does not wait for the first: a principal's narrowing layer is then
-// nearly free. It does not allocate.
-func FirstPair(s, t *Set, name string) (int, int) {
-	ds, dt := s.dfa.Load(), t.dfa.Load()
-	if ds == nil || dt == nil || ds.trans16 == nil || dt.trans16 == nil {
-		return s.First(name), t.First(name)
+// built returns the Set's matcher, or nil before Build (or past the cap).
+func (s *Set) built() *matcher {
+	if s.ready.Load() {
+		return &s.m
 	}
-	sig := signature(name)
-	rs, ws := s.literalAnswer(ds, name, sig)
-	rt, wt := t.literalAnswer(dt, name, sig)
-	switch {
-	case ws && wt:
-		return rs, rt
-	case ws:
-		return rs, walk(dt, dt.trans16, name)
-	case wt:
-		return walk(ds, ds.trans16, name), rt
-	}
-	return walkPair(ds, dt, name)
-}
-
-// literalAnswer returns the answer d holds for name if name is one of s's
-// literals. sig is name's signature.
-func (s *Set) literalAnswer(d *dfa, name string, sig uint32) (int, bool) {
-	if s.litSigs[sig>>6]&(1<<(sig&63)) != 0 {
-		if k := s.literal(name, sig); k >= 0 {
-			return int(d.answers[k]), true
-		}
-	}
-	return 0, false
-}
-
-// walkPair is walk over the 16-bit automata of s and t at once.
-func walkPair(s, t *dfa, name string) (int, int) {
-	ts, tt := s.trans16, t.trans16
-	a0, a1, a2 := int(s.start[0]), int(s.start[1]), int(s.start[2])
-	b0, b1, b2 := int(t.start[0]), int(t.start[1]), int(t.start[2])
-	for i := 0; i < len(name) && (min(a0, a1, a2) < s.limit || min(b0, b1, b2) < t.limit); {
-		for end := min(i+16, len(name)); i < end; {
-			if c := name[i]; c < utf8.RuneSelf {
-				x, y := &s.ascii[c], &t.ascii[c]
-				a0 = int(ts[a0+int(x[0])])
-				a1 = int(ts[a1+int(x[1])])
-				a2 = int(ts[a2+int(x[2])])
-				b0 = int(tt[b0+int(y[0])])
-				b1 = int(tt[b1+int(y[1])])
-				b2 = int(tt[b2+int(y[2])])
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(name[i:])
-			a0 = int(ts[a0+s.alphabet[0].cell(r)])
-			a1 = int(ts[a1+s.alphabet[1].cell(r)])
-			a2 = int(ts[a2+s.alphabet[2].cell(r)])
-			b0 = int(tt[b0+t.alphabet[0].cell(r)])
-			b1 = int(tt[b1+t.alphabet[1].cell(r)])
-			b2 = int(tt[b2+t.alphabet[2].cell(r)])
-			i += size
-		}
-	}
-	return answer(s, ts, a0, a1, a2), answer(t, tt, b0, b1, b2)
+	return nil
 }
 
 // literal returns the position in s.lits of the literal that is name, or
@@ -711,8 +647,9 @@ func (s *Set) literal(name string, sig uint32) int {
 	}
 }
 
-// firstByPattern is First before the DFA is built: it tries the globs one
-// by one. k is the position in s.lits of the literal that name is, or -1.
+// firstByPattern is First before the matcher is built: it tries the globs
+// one by one. k is the position in s.lits of the literal that name is, or
+// -1.
 func (s *Set) firstByPattern(name string, k int) int {
 	for i, p := range s.globs {
 		if p.Match(name) {
@@ -739,44 +676,37 @@ func signature(name string) uint32 {
 	return (h * 0x9e3779b1) >> 23
 }
 
-// first runs the automata over name.
-func (s *dfa) first(name string) int {
-	if s.trans16 != nil {
-		return walk(s, s.trans16, name)
-	}
-	return walk(s, s.trans32, name)
-}
-
-// walk runs the automata of s, whose table is trans, side by side over
-// name, and returns the lowest of their answers. Every automaton steps on
-// every rune, with no branch: final rows loop to themselves. Every 16 bytes
-// the walk stops if all automata are final, so that a long name costs no
-// more than it must.
-func walk[T uint16 | uint32](s *dfa, trans []T, name string) int {
-	a0, a1, a2 := int(s.start[0]), int(s.start[1]), int(s.start[2])
-	for i := 0; i < len(name) && min(a0, a1, a2) < s.limit; {
+// walk runs the automata of m, whose table is rows, side by side over name.
+// Every automaton steps on every rune, with no branch: final rows loop to
+// themselves. Every 16 bytes the walk stops if all automata are final, so
+// that a long name costs no more than it must. A step reads the row of a
+// state from the automaton's block offset by the rune's cell, so that only
+// the shift waits for the previous step's load.
+func walk[T uint8 | uint16](m *matcher, rows []T, name string) int {
+	h := m.shift & 63
+	var s0, s1, s2 int
+	for i := 0; i < len(name) && (s0 < int(m.final[0]) || s1 < int(m.final[1]) || s2 < int(m.final[2])); {
 		for end := min(i+16, len(name)); i < end; {
 			if b := name[i]; b < utf8.RuneSelf {
-				c := &s.ascii[b]
-				a0 = int(trans[a0+int(c[0])])
-				a1 = int(trans[a1+int(c[1])])
-				a2 = int(trans[a2+int(c[2])])
+				c := &m.ascii[b]
+				s0 = int(rows[s0<<h+(int(m.base[0])+int(c[0]))])
+				s1 = int(rows[s1<<h+(int(m.base[1])+int(c[1]))])
+				s2 = int(rows[s2<<h+(int(m.base[2])+int(c[2]))])
 				i++
 				continue
 			}
 			r, size := utf8.DecodeRuneInString(name[i:])
-			a0 = int(trans[a0+s.alphabet[0].cell(r)])
-			a1 = int(trans[a1+s.alphabet[1].cell(r)])
-			a2 = int(trans[a2+s.alphabet[2].cell(r)])
+			s0 = int(rows[s0<<h+(int(m.base[0])+m.alphabet[0].cell(r))])
+			s1 = int(rows[s1<<h+(int(m.base[1])+m.alphabet[1].cell(r))])
+			s2 = int(rows[s2<<h+(int(m.base[2])+m.alphabet[2].cell(r))])
 			i += size
 		}
 	}
-	return answer(s, trans, a0, a1, a2)
-}
-
-// answer is the lowest answer of the automata of s in rows a0, a1 and a2.
-// Each acceptance column holds 1 + a pattern index, or 0: as a uint, no
-// match is the largest value, and min picks a match if any.
-func answer[T uint16 | uint32](s *dfa, trans []T, a0, a1, a2 int) int {
-	return int(min(uint(trans[a0+int(s.cells[0])])-1, uint(trans[a1+int(s.cells[1])])-1, uint(trans[a2+int(s.cells[2])])-1))
+	// Acceptance holds 1 + a pattern index, or 0: as a uint, no match is
+	// the largest value, and min picks a match if any.
+	acc := func(k, s int) uint {
+		o := int(m.base[k]) + (s+1)<<h - 2
+		return (uint(rows[o]) | uint(rows[o+1])*(uint(^T(0))+1)) - 1
+	}
+	return int(min(acc(0, s0), acc(1, s1), acc(2, s2)))
 }

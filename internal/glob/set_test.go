@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,12 +129,12 @@ func TestSetParts(t *testing.T) {
 	}
 	pats := parseAll(t, srcs...)
 	s := Compile(pats)
-	d := s.dfa.Load()
+	d := s.built()
 	if d == nil {
-		t.Fatal("no DFA")
+		t.Fatal("no matcher")
 	}
 	for k := range maxParts {
-		if d.alphabet[k].starts == nil || d.start[k] >= int32(d.limit) {
+		if d.final[k] == 0 {
 			t.Errorf("automaton %d is unused; want one per group", k)
 		}
 	}
@@ -166,11 +167,11 @@ func TestSetFirstRandom(t *testing.T) {
 		}
 		pats := parseAll(t, srcs...)
 		dfa, slow := Compile(pats), CompileDeferred(pats)
-		if dfa.dfa.Load() == nil && len(dfa.globs) > 0 && len(srcs) < 4 {
-			t.Fatalf("patterns %q: no DFA", srcs)
+		if dfa.built() == nil && len(dfa.globs) > 0 && len(srcs) < 4 {
+			t.Fatalf("patterns %q: no matcher", srcs)
 		}
-		if slow.dfa.Load() != nil {
-			t.Fatal("CompileDeferred built a DFA")
+		if slow.built() != nil {
+			t.Fatal("CompileDeferred built a matcher")
 		}
 		maxPieces := 10
 		if trial%5 == 0 {
@@ -189,65 +190,13 @@ func TestSetFirstRandom(t *testing.T) {
 	}
 }
 
-// TestFirstPair checks FirstPair against First on each Set: random Sets,
-// built and not, some with 32-bit tables, names that are literals of one,
-// both or neither, and long names past the walk's 16-byte checks.
-func TestFirstPair(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	tokens := []string{"a", "b", "_", "é", "*", "?", "[ab]", "[!a]", "ab", "ba"}
-	pieces := []string{"a", "b", "_", "é", "x", "\xff", "ab", ""}
-	wide := make([]*Pattern, 0, 65540)
-	for i := range 65536 {
-		wide = append(wide, MustParse("lit"+strconv.Itoa(i)))
-	}
-	wide = append(wide, MustParse("a*"), MustParse("*b"))
-	wideSet := Compile(wide)
-	if d := wideSet.dfa.Load(); d == nil || d.trans32 == nil {
-		t.Fatal("no 32-bit table")
-	}
-	for trial := range 3000 {
-		sets := [2]*Set{}
-		pats := [2][]*Pattern{}
-		for k := range sets {
-			var srcs []string
-			for range 1 + rng.IntN(6) {
-				src := randGlob(rng, tokens, 5)
-				if rng.IntN(4) == 0 {
-					src = "a" + randName(rng, []string{"a", "b", "_"}, 4) // a literal
-				}
-				srcs = append(srcs, src)
-			}
-			pats[k] = parseAll(t, srcs...)
-			switch trial % 5 {
-			case 0:
-				sets[k] = CompileDeferred(pats[k])
-			default:
-				sets[k] = Compile(pats[k])
-			}
-		}
-		if trial%7 == 0 {
-			sets[1], pats[1] = wideSet, wide
-		}
-		for range 20 {
-			name := randName(rng, pieces, 8)
-			if rng.IntN(6) == 0 {
-				name = strings.Repeat(name, 1+rng.IntN(8))
-			}
-			a, b := FirstPair(sets[0], sets[1], name)
-			if a != sets[0].First(name) || b != sets[1].First(name) || a != firstRef(pats[0], name) {
-				t.Fatalf("FirstPair(%q) = %d, %d; First gives %d, %d", name, a, b, sets[0].First(name), sets[1].First(name))
-			}
-		}
-	}
-}
-
 func TestSetDFACap(t *testing.T) {
 	// The DFA for "the 21st rune from the end is an a" needs 2^21 states.
 	blowup := "*a" + strings.Repeat("?", 20)
 	pats := parseAll(t, "get_*", blowup)
 	s := Compile(pats)
-	if d := s.dfa.Load(); d != nil {
-		t.Fatalf("Compile(%q) built automata of %d values", blowup, d.limit)
+	if d := s.built(); d != nil {
+		t.Fatalf("Compile(%q) built a table of %d entries", blowup, len(d.rows8)+len(d.rows16))
 	}
 	for _, name := range []string{"get_x", "a" + strings.Repeat("b", 20), "ba" + strings.Repeat("b", 20), "b" + strings.Repeat("b", 20)} {
 		if got, want := s.First(name), firstRef(pats, name); got != want {
@@ -287,8 +236,8 @@ func TestSetBuildConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if s.dfa.Load() == nil {
-		t.Fatal("Build built no DFA")
+	if s.built() == nil {
+		t.Fatal("Build built no matcher")
 	}
 }
 
@@ -332,8 +281,8 @@ func TestSetBuildConcurrentLiterals(t *testing.T) {
 	s.Build()
 	close(done)
 	wg.Wait()
-	if s.dfa.Load() == nil {
-		t.Fatal("Build built no DFA")
+	if s.built() == nil {
+		t.Fatal("Build built no matcher")
 	}
 }
 
@@ -386,12 +335,12 @@ func TestSetASCIICells(t *testing.T) {
 		srcs = append(srcs, "x"+string(r)+"*")
 	}
 	s := Compile(parseAll(t, srcs...))
-	d := s.dfa.Load()
+	d := s.built()
 	if d == nil {
-		t.Fatal("no DFA")
+		t.Fatal("no matcher")
 	}
-	if d.cells[0] < 256 {
-		t.Fatalf("only %d cells", d.cells[0])
+	if cells := slices.Max(d.alphabet[0].cellOf) + 1; cells < 256 {
+		t.Fatalf("only %d cells", cells)
 	}
 	for k := range maxParts {
 		if d.alphabet[k].starts == nil {
@@ -413,7 +362,7 @@ func TestSetASCIICells(t *testing.T) {
 
 // TestSetIndexPast16Bits: a glob whose index does not fit 16 bits, behind
 // exact names (which go to the literal table and leave the automata
-// tiny), must still be answered with its own index; a 16-bit table would
+// tiny), must still be answered with its own index; a 16-bit acceptance would
 // wrap it to a rule of the wrong effect. Rules per block are not capped.
 func TestSetIndexPast16Bits(t *testing.T) {
 	for _, n := range []int{65533, 65534, 65535, 65536} {
@@ -426,14 +375,14 @@ func TestSetIndexPast16Bits(t *testing.T) {
 		// and of a final row.
 		pats = append(pats, MustParse("a?"), MustParse("b*"))
 		s := Compile(pats)
-		d := s.dfa.Load()
+		d := s.built()
 		if d == nil {
-			t.Fatal("no DFA")
+			t.Fatal("no matcher")
 		}
-		// The largest value is b*'s acceptance, n+2: the table is 16-bit
-		// exactly when it fits.
-		if wide := n+2 > math.MaxUint16; wide != (d.trans32 != nil) || wide == (d.trans16 != nil) {
-			t.Errorf("%d literals first: 32-bit table %t; want %t", n, d.trans32 != nil, wide)
+		// The largest value is b*'s acceptance, n+2: the table is 8-bit,
+		// with 16-bit acceptance, exactly when it fits.
+		if wide := n+2 > math.MaxUint16; wide != (d.rows16 != nil) || wide == (d.rows8 != nil) {
+			t.Errorf("%d literals first: 16-bit table %t; want %t", n, d.rows16 != nil, wide)
 		}
 		for _, name := range []string{"ab", "lit7", "a", "abc", "b", "bcd"} {
 			if got, want := s.First(name), firstRef(pats, name); got != want {
@@ -464,7 +413,7 @@ func TestSetLiterals(t *testing.T) {
 	for _, s := range []*Set{Compile(pats), CompileDeferred(pats)} {
 		for _, name := range names {
 			if got, want := s.First(name), firstRef(pats, name); got != want {
-				t.Fatalf("built %t: First(%q) = %d; want %d", s.dfa.Load() != nil, name, got, want)
+				t.Fatalf("built %t: First(%q) = %d; want %d", s.built() != nil, name, got, want)
 			}
 		}
 	}
@@ -497,8 +446,8 @@ func TestSetWalkWaitsForEveryAutomaton(t *testing.T) {
 			t.Fatalf("%q: %d groups; want one automaton per group", tt.srcs, len(groups))
 		}
 		s := Compile(pats)
-		if s.dfa.Load() == nil {
-			t.Fatal("no DFA")
+		if s.built() == nil {
+			t.Fatal("no matcher")
 		}
 		for n := 14; n <= 50; n++ {
 			body := tt.prefix + strings.Repeat("b", n)
@@ -519,36 +468,46 @@ func TestSetWalkWaitsForEveryAutomaton(t *testing.T) {
 }
 
 // TestSetFinalRows checks the layout the walk's early stop relies on: the
-// rows of final states lie at or past limit and loop to themselves with a
-// fixed answer, and a state whose answer is settled (a trailing star with
-// no earlier glob alive, or no glob alive) has such a row.
+// states numbered from an automaton's final on lie within its block and
+// loop to themselves, and a state whose answer is settled (a trailing star
+// with no earlier glob alive, or no glob alive) is such a state.
 func TestSetFinalRows(t *testing.T) {
 	pats := parseAll(t, "get_*", "get_x?", "[ab]c*d", "*", "?*")
-	d := Compile(pats).dfa.Load()
-	if d == nil || d.trans16 == nil {
-		t.Fatal("no 16-bit DFA")
+	d := Compile(pats).built()
+	if d == nil || d.rows8 == nil {
+		t.Fatal("no 8-bit table")
 	}
-	trans := d.trans16
-	// at returns the row automaton k reaches on name, checking each final
-	// row it passes.
+	// at returns the state automaton k reaches on name, checking each
+	// final state it passes.
 	at := func(k int, name string) int {
-		check := func(row int) {
-			if row < d.limit {
+		end := len(d.rows8)
+		if k+1 < maxParts {
+			end = int(d.base[k+1])
+		}
+		block := d.rows8[d.base[k]:end]
+		cells := int(slices.Max(d.alphabet[k].cellOf)) + 1
+		final := int(d.final[k])
+		next := func(s, c int) int { return int(block[s<<d.shift+c]) }
+		check := func(s int) {
+			if (s+1)<<d.shift > len(block) {
+				t.Fatalf("automaton %d, %q: state %d outside its block", k, name, s)
+			}
+			if s < final {
 				return
 			}
-			for c := range int(d.cells[k]) {
-				if int(trans[row+c]) != row {
-					t.Fatalf("automaton %d, %q: final row %d goes to %d on cell %d", k, name, row, trans[row+c], c)
+			for c := range cells {
+				if next(s, c) != s {
+					t.Fatalf("automaton %d, %q: final state %d goes to %d on cell %d", k, name, s, next(s, c), c)
 				}
 			}
 		}
-		row := int(d.start[k])
-		check(row)
+		s := 0 // the start
+		check(s)
 		for _, r := range name {
-			row = int(trans[row+d.alphabet[k].cell(r)])
-			check(row)
+			s = next(s, d.alphabet[k].cell(r))
+			check(s)
 		}
-		return row
+		return s
 	}
 	for _, tt := range []struct {
 		k     int
@@ -559,99 +518,51 @@ func TestSetFinalRows(t *testing.T) {
 		{1, "", true}, {1, "abc", true},
 		{2, "", false}, {2, "a", false}, {2, "ac", false}, {2, "acd", false}, {2, "x", true}, {2, "b" + strings.Repeat("c", 20) + "\xff", false},
 	} {
-		if got := at(tt.k, tt.name) >= d.limit; got != tt.final {
+		if got := at(tt.k, tt.name) >= int(d.final[tt.k]); got != tt.final {
 			t.Errorf("automaton %d after %q: final %t; want %t", tt.k, tt.name, got, tt.final)
 		}
 	}
 }
 
-// TestFirstPairWaitsForEveryAutomaton is TestSetWalkWaitsForEveryAutomaton
-// for FirstPair: the Set whose one live automaton decides on the name's last
-// rune is paired, on either side, with Sets that are final at once or soon,
-// so a side-by-side walk that stops when one side's automata (or all but
-// one of them) are final answers wrongly.
-func TestFirstPairWaitsForEveryAutomaton(t *testing.T) {
-	partners := [][]string{{"zzz"}, {"x*"}, {"*"}, {"?*"}, {"a*", "*"}, {"a*z", "*z", "?*z"}}
-	for _, srcs := range [][]string{{"a*z", "*", "?*"}, {"*z", "x*", "?*"}, {"?*z", "x*", "*"}, {"a*z"}, {"*z"}, {"?*z"}} {
-		pats := parseAll(t, srcs...)
-		s := Compile(pats)
-		if d := s.dfa.Load(); d == nil || d.trans16 == nil {
-			t.Fatalf("%q: no 16-bit DFA", srcs)
-		}
-		for _, psrcs := range partners {
-			ppats := parseAll(t, psrcs...)
-			p := Compile(ppats)
-			for n := 14; n <= 40; n++ {
-				body := "a" + strings.Repeat("b", n)
-				for _, name := range []string{
-					body + "z", body + "y", body + "日z", body + "\xffz", "a" + strings.Repeat("é", n) + "z",
-					"a" + strings.Repeat("b", n%16) + "日" + strings.Repeat("b", n) + "z",
-				} {
-					want, pwant := firstRef(pats, name), firstRef(ppats, name)
-					if a, b := FirstPair(s, p, name); a != want || b != pwant {
-						t.Errorf("%q, %q: FirstPair(%q) = %d, %d; want %d, %d", srcs, psrcs, name, a, b, want, pwant)
-					}
-					if a, b := FirstPair(p, s, name); a != pwant || b != want {
-						t.Errorf("%q, %q: FirstPair(%q) = %d, %d; want %d, %d", psrcs, srcs, name, a, b, pwant, want)
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestFirstPairMixed pairs, in both orders, every kind of Set FirstPair may
-// meet: not yet built, built with a 16-bit table, built with a 32-bit table,
+// TestSetKinds checks First against the reference on every kind of Set:
+// not yet built, built with an 8-bit table, built with a 16-bit table,
 // built past the state cap (no automata), with no globs, with no patterns;
-// on names that are a literal of one, both or neither, invalid UTF-8, and
-// runes across the walk's 16-byte checks.
-func TestFirstPairMixed(t *testing.T) {
+// on names that are a literal or not, invalid UTF-8, and runes across the
+// walk's 16-byte checks.
+func TestSetKinds(t *testing.T) {
 	small := []string{"get_*", "get_issue", "*_secret", "[a-m]*_x", "a\xef\xbf\xbdb", "lit7", "é?日*", "?", "merge_pr"}
 	wide := make([]string, 0, 65540)
 	for i := range 65536 {
 		wide = append(wide, "lit"+strconv.Itoa(i))
 	}
 	wide = append(wide, "get_*", "*_secret", "[a-m]*_x")
-	type set struct {
-		kind string
-		pats []*Pattern
-		s    *Set
-	}
-	var sets []set
-	add := func(kind string, srcs []string, deferred bool) *Set {
-		pats := parseAll(t, srcs...)
-		s := CompileDeferred(pats)
-		if !deferred {
-			s.Build()
-		}
-		sets = append(sets, set{kind, pats, s})
-		return s
-	}
-	add("deferred", small, true)
-	if d := add("built16", small, false).dfa.Load(); d == nil || d.trans16 == nil {
-		t.Fatal("no 16-bit table")
-	}
-	if d := add("built32", wide, false).dfa.Load(); d == nil || d.trans32 == nil {
-		t.Fatal("no 32-bit table")
-	}
-	if add("capped", []string{"get_*", "*a" + strings.Repeat("?", 20), "lit7"}, false).dfa.Load() != nil {
-		t.Fatal("automata built past the cap")
-	}
-	add("literals", []string{"get_issue", "lit7", "merge_pr", "x_secret"}, false)
-	add("empty", nil, false)
 	names := []string{"", "get_issue", "lit7", "merge_pr", "x_secret", "get_x", "a_x", "z_x", "a\xffb", "a\uFFFDb", "é日日",
 		"é" + strings.Repeat("b", 14) + "日_secret", strings.Repeat("a", 15) + "日_x", strings.Repeat("é", 9) + "_secret",
 		"get_" + strings.Repeat("\xff", 20), strings.Repeat("z", 40), "lit65535", "lit65536", "get_issue\xff"}
-	for _, a := range sets {
-		for _, b := range sets {
-			for _, name := range names {
-				wa, wb := a.s.First(name), b.s.First(name)
-				if len(a.pats) < 100 && wa != firstRef(a.pats, name) || len(b.pats) < 100 && wb != firstRef(b.pats, name) {
-					t.Fatalf("%s, %s: First(%q) = %d, %d; the reference disagrees", a.kind, b.kind, name, wa, wb)
-				}
-				if ga, gb := FirstPair(a.s, b.s, name); ga != wa || gb != wb {
-					t.Errorf("FirstPair(%s, %s, %q) = %d, %d; want %d, %d", a.kind, b.kind, name, ga, gb, wa, wb)
-				}
+	for _, tt := range []struct {
+		kind     string
+		srcs     []string
+		deferred bool
+		check    func(*matcher) bool
+	}{
+		{"deferred", small, true, func(m *matcher) bool { return m == nil }},
+		{"8-bit", small, false, func(m *matcher) bool { return m != nil && m.rows8 != nil }},
+		{"16-bit", wide, false, func(m *matcher) bool { return m != nil && m.rows16 != nil }},
+		{"capped", []string{"get_*", "*a" + strings.Repeat("?", 20), "lit7"}, false, func(m *matcher) bool { return m == nil }},
+		{"literals", []string{"get_issue", "lit7", "merge_pr", "x_secret"}, false, func(m *matcher) bool { return m != nil }},
+		{"empty", nil, false, func(m *matcher) bool { return m != nil }},
+	} {
+		pats := parseAll(t, tt.srcs...)
+		s := CompileDeferred(pats)
+		if !tt.deferred {
+			s.Build()
+		}
+		if !tt.check(s.built()) {
+			t.Fatalf("%s: not the kind of Set the test is for", tt.kind)
+		}
+		for _, name := range names {
+			if got, want := s.First(name), firstRef(pats, name); got != want {
+				t.Errorf("%s: First(%q) = %d; want %d", tt.kind, name, got, want)
 			}
 		}
 	}
@@ -744,8 +655,8 @@ func TestMinimizeAgreesWithMoore(t *testing.T) {
 func TestSetLongGlob(t *testing.T) {
 	long := strings.Repeat("a", MaxPatternLen-1)
 	s := Compile([]*Pattern{MustParse(long + "*"), MustParse("x*y")})
-	if s.dfa.Load() == nil {
-		t.Fatal("no DFA built")
+	if s.built() == nil {
+		t.Fatal("no matcher built")
 	}
 	for name, want := range map[string]int{long: 0, long[1:]: -1, "xay": 1, long + "b": 0} {
 		if got := s.First(name); got != want {

@@ -198,24 +198,14 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	// built once, in place.
 	layers := sv.kinds[kind]
 	win, narrowing := layers[0], layers[1:]
-	var winRule, first int
-	if len(narrowing) > 0 {
-		// The own layer and the first narrowing layer are walked side
-		// by side.
-		winRule, first = glob.FirstPair(&win.set, &narrowing[0].set, name)
-	} else {
-		winRule = win.set.First(name)
-	}
+	winRule := win.set.First(name)
 	best := win.def
 	if winRule >= 0 {
 		best = win.hot[winRule].effect
 	}
 	timeout := max(win.timeout, 0) // as for every layer, only a positive timeout counts
-	for i, l := range narrowing {
-		rule := first
-		if i > 0 {
-			rule = l.set.First(name)
-		}
+	for _, l := range narrowing {
+		rule := l.set.First(name)
 		e := l.def
 		if rule >= 0 {
 			e = l.hot[rule].effect

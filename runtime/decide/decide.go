@@ -11,7 +11,6 @@ package decide
 
 import (
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -94,40 +93,58 @@ type Table struct {
 	expires time.Time
 	// ready is closed when every automaton is built.
 	ready chan struct{}
+	// servers holds each server's own rules, by name.
+	servers map[string]*server
 	// anyone is what a principal with no group or principal scope sees.
 	anyone *view
 	// named holds the views of principals that have scopes of their own.
 	named map[string]*view
+	// layers holds every compiled layer, for buildAutomata.
+	layers []*layer
 }
 
-// view is the decision structure of one class of principals.
-type view struct {
-	servers map[string]*serverView
-}
-
-// serverView is what a view decides for one server.
-type serverView struct {
-	kinds [table.NumKinds][]*layer // the server's own layer first
+// server is a server's own rules, one layer per kind, and its ui://
+// allowlist: what every principal's decision starts from. The layers are
+// held by value, so that a decision finds its own layer in the allocation
+// the server map points to.
+type server struct {
+	kinds [table.NumKinds]layer
 	ui    *uiList
 }
 
+// view is the decision structure of one class of principals. When its
+// scopes narrow some server, it holds every server with the layers that
+// narrow it; a view that narrows nothing holds none, and decisions take the
+// table's servers.
+type view struct {
+	servers map[string]*viewServer
+}
+
+// viewServer is a server as a view decides it: its own layers, then the
+// narrowing layers of each kind, in scope order.
+type viewServer struct {
+	*server
+	narrowing [table.NumKinds][]*layer
+}
+
 // layer is one scope's compiled rules for one server and kind. The fields a
-// decision reads come first, to share a cache line.
+// decision reads come first, in one cache line with the start of set.
 type layer struct {
-	def     table.Effect
-	timeout int
 	hot     []ruleHot // per rule, what a decision reads of it
-	set     glob.Set
-	rules   []table.Rule
 	scope   string
+	timeout int
+	def     table.Effect
+	set     glob.Set
 	origin  string
-	pats    []*glob.Pattern
 	channel string
+	rules   []table.Rule
+	pats    []*glob.Pattern
 }
 
 // ruleHot is what a decision reads of a matching rule, in one place.
 type ruleHot struct {
 	origin string
+	rule   *table.Rule
 	effect table.Effect
 }
 
@@ -190,14 +207,13 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	if kind >= table.NumKinds {
 		return Decision{Effect: table.Deny, Reason: UnknownKind}
 	}
-	sv := t.viewOf(principal).servers[server]
-	if sv == nil {
+	srv, narrowing := t.serverOf(principal, server, kind)
+	if srv == nil {
 		return Decision{Effect: table.Deny, Reason: UnknownServer}
 	}
 	// The winner stays in registers; the Decision, a dozen words, is
 	// built once, in place.
-	layers := sv.kinds[kind]
-	win, narrowing := layers[0], layers[1:]
+	win := &srv.kinds[kind]
 	winRule := win.set.First(name)
 	best := win.def
 	if winRule >= 0 {
@@ -219,24 +235,36 @@ func (t *Table) decide(principal, server string, kind table.Kind, name string) (
 	}
 	d.Effect, d.Scope = best, win.scope
 	if winRule >= 0 {
-		d.Reason, d.Rule, d.Origin = ByRule, &win.rules[winRule], win.hot[winRule].origin
+		d.Reason, d.Rule, d.Origin = ByRule, win.hot[winRule].rule, win.hot[winRule].origin
 	} else {
 		d.Reason, d.Origin = ByDefault, win.origin
 	}
 	if d.Effect == table.Approve {
 		d.ApprovalTimeoutSeconds = timeout
-		d.ApprovalChannel = sv.kinds[table.Tool][0].channel
+		d.ApprovalChannel = srv.kinds[table.Tool].channel
 	}
 	if kind == table.Resource && d.Effect != table.Deny && strings.HasPrefix(name, "ui://") {
 		switch {
-		case sv.ui == nil || !sv.ui.admits(name):
+		case srv.ui == nil || !srv.ui.admits(name):
 			return Decision{Effect: table.Deny, Reason: UINotAllowlisted}
-		case sv.ui.consent == "":
+		case srv.ui.consent == "":
 			return Decision{Effect: table.Deny, Reason: UINoConsent}
 		}
-		d.Consent, d.ConsentChannel = true, sv.ui.consent
+		d.Consent, d.ConsentChannel = true, srv.ui.consent
 	}
 	return d
+}
+
+// serverOf returns server, nil if the table does not have it, and the
+// layers that narrow its kind layer for principal.
+func (t *Table) serverOf(principal, server string, kind table.Kind) (*server, []*layer) {
+	if v := t.viewOf(principal); v.servers != nil {
+		if vs := v.servers[server]; vs != nil {
+			return vs.server, vs.narrowing[kind]
+		}
+		return nil, nil
+	}
+	return t.servers[server], nil
 }
 
 // viewOf returns the view of principal: its own if its scopes give it one,
@@ -304,49 +332,28 @@ func (t *Table) Principals() []string {
 // Ready is closed when every automaton of the table is built.
 func (t *Table) Ready() <-chan struct{} { return t.ready }
 
-// buildAutomata builds every block's automata, on as many goroutines as
+// buildAutomata builds every layer's automata, on as many goroutines as
 // there are cores, and closes ready.
 func (t *Table) buildAutomata() {
 	defer close(t.ready)
-	seen := map[*glob.Set]bool{}
-	var sets []*glob.Set
-	views := map[*view]bool{} // principals share views
-	for _, v := range append([]*view{t.anyone}, slices.Collect(maps.Values(t.named))...) {
-		if views[v] {
-			continue
-		}
-		views[v] = true
-		for _, sv := range v.servers {
-			for _, layers := range sv.kinds {
-				for _, l := range layers {
-					if !seen[&l.set] {
-						seen[&l.set] = true
-						sets = append(sets, &l.set)
-					}
-				}
-			}
-		}
-	}
-	work := make(chan *glob.Set)
+	work := make(chan *layer)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range work {
-				s.Build()
+		wg.Go(func() {
+			for l := range work {
+				l.set.Build()
 			}
-		}()
+		})
 	}
-	for _, s := range sets {
-		work <- s
+	for _, l := range t.layers {
+		work <- l
 	}
 	close(work)
 	wg.Wait()
 }
 
 func load(src *table.Table) (*Table, error) {
-	t := &Table{src: src, named: map[string]*view{}, ready: make(chan struct{})}
+	t := &Table{src: src, servers: map[string]*server{}, named: map[string]*view{}, ready: make(chan struct{})}
 	if src.Expires != "" {
 		at, err := time.Parse(time.RFC3339, src.Expires)
 		if err != nil {
@@ -355,21 +362,21 @@ func load(src *table.Table) (*Table, error) {
 		t.expires = at
 	}
 	// Compile each scope's blocks once; views share them.
-	base := map[string][table.NumKinds]*layer{}
 	for name, s := range src.Servers {
-		var ks [table.NumKinds]*layer
+		srv := &server{}
 		for k := table.Tool; k < table.NumKinds; k++ {
 			a := s.Access(k)
 			if a == nil {
 				return nil, fmt.Errorf("table: server %q has no %s block", name, k)
 			}
-			l, err := compileLayer(ServerScope, a)
-			if err != nil {
+			if err := t.compileLayer(&srv.kinds[k], ServerScope, a); err != nil {
 				return nil, fmt.Errorf("table: server %q %s: %w", name, k, err)
 			}
-			ks[k] = l
 		}
-		base[name] = ks
+		if s.UI != nil {
+			srv.ui = compileUI(s.UI, src.Channels)
+		}
+		t.servers[name] = srv
 	}
 	type scopeLayers struct {
 		*table.Scope
@@ -386,11 +393,10 @@ func load(src *table.Table) (*Table, error) {
 				if a == nil {
 					continue
 				}
-				l, err := compileLayer(sc.Name, a)
-				if err != nil {
+				ks[k] = new(layer)
+				if err := t.compileLayer(ks[k], sc.Name, a); err != nil {
 					return nil, fmt.Errorf("table: scope %s server %q %s: %w", sc.Name, sname, k, err)
 				}
-				ks[k] = l
 			}
 			sl.servers[sname] = ks
 		}
@@ -424,32 +430,24 @@ func load(src *table.Table) (*Table, error) {
 		if v := shared[string(key)]; v != nil {
 			return v
 		}
-		servers := map[string]*serverView{}
-		for name, ks := range base {
-			sv := &serverView{}
-			for k := table.Tool; k < table.NumKinds; k++ {
-				sv.kinds[k] = []*layer{ks[k]}
-			}
+		v, narrows := &view{servers: map[string]*viewServer{}}, false
+		for name, srv := range t.servers {
+			vs := &viewServer{server: srv}
 			for _, i := range idx {
-				sc := scopes[i]
 				for _, key := range [2]string{table.AllServers, name} {
-					sks, ok := sc.servers[key]
-					if !ok {
-						continue
-					}
-					for k := table.Tool; k < table.NumKinds; k++ {
-						if l := sks[k]; l != nil && !l.neutral() {
-							sv.kinds[k] = append(sv.kinds[k], l)
+					for k, l := range scopes[i].servers[key] {
+						if l != nil && !l.neutral() {
+							vs.narrowing[k] = append(vs.narrowing[k], l)
+							narrows = true
 						}
 					}
 				}
 			}
-			if ui := src.Servers[name].UI; ui != nil {
-				sv.ui = compileUI(ui, src.Channels)
-			}
-			servers[name] = sv
+			v.servers[name] = vs
 		}
-		v := &view{servers: servers}
+		if !narrows {
+			v.servers = nil
+		}
 		shared[string(key)] = v
 		return v
 	}
@@ -478,28 +476,31 @@ func (l *layer) neutral() bool {
 	return len(l.rules) == 0 && l.def == table.Allow && l.timeout == 0
 }
 
-func compileLayer(scope string, a *table.Access) (*layer, error) {
-	l := &layer{scope: scope, rules: a.Rules, origin: a.DefaultOrigin, timeout: a.ApprovalTimeoutSeconds, channel: a.ApprovalChannel}
+// compileLayer compiles into l one scope's block for one server and kind,
+// and adds it to the layers whose automata buildAutomata builds.
+func (t *Table) compileLayer(l *layer, scope string, a *table.Access) error {
+	l.scope, l.rules, l.origin, l.timeout, l.channel = scope, a.Rules, a.DefaultOrigin, a.ApprovalTimeoutSeconds, a.ApprovalChannel
 	var ok bool
 	if l.def, ok = table.ParseEffect(a.Default); !ok || l.def == table.Approve {
-		return nil, fmt.Errorf("invalid default %q", a.Default)
+		return fmt.Errorf("invalid default %q", a.Default)
 	}
 	pats := make([]*glob.Pattern, len(a.Rules))
 	l.hot = make([]ruleHot, len(a.Rules))
 	for i, r := range a.Rules {
 		p, err := glob.Parse(r.Pattern)
 		if err != nil {
-			return nil, fmt.Errorf("rule %d (%s): %w", i, r.Origin, err)
+			return fmt.Errorf("rule %d (%s): %w", i, r.Origin, err)
 		}
 		pats[i] = p
-		l.hot[i].origin = r.Origin
+		l.hot[i].origin, l.hot[i].rule = r.Origin, &a.Rules[i]
 		if l.hot[i].effect, ok = table.ParseEffect(r.Effect); !ok {
-			return nil, fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
+			return fmt.Errorf("rule %d (%s): invalid effect %q", i, r.Origin, r.Effect)
 		}
 	}
 	l.pats = pats
 	l.set.Init(pats)
-	return l, nil
+	t.layers = append(t.layers, l)
+	return nil
 }
 
 // compileUI builds a server's ui:// allowlist. A consent channel that is

@@ -34,11 +34,11 @@ func (t *Table) Explain(principal, server string, kind table.Kind, name string) 
 			ex.Normal = n
 		}
 	}
-	sv := t.viewOf(principal).servers[server]
-	if sv == nil {
+	srv, narrowing := t.serverOf(principal, server, kind)
+	if srv == nil {
 		return ex
 	}
-	for _, l := range sv.kinds[kind] {
+	for _, l := range append([]*layer{&srv.kinds[kind]}, narrowing...) {
 		if len(ex.Scopes) == 0 || ex.Scopes[len(ex.Scopes)-1] != l.scope {
 			ex.Scopes = append(ex.Scopes, l.scope)
 		}

@@ -40,13 +40,16 @@ func loadSpec(tb testing.TB, spec policygen.Spec) (*decide.Table, policygen.Poli
 // a policy names do. The one-server rows ask one server only, as a gateway
 // in front of a few busy servers mostly does. The named row is spread and
 // asks as a member of one of ten groups, whose global layer narrows every
-// server: a principal lookup and two layers a decision. Each row has its
+// server: a principal lookup and two layers a decision. The claims row is
+// the named row for a principal the policy does not name, in that group by
+// its access token (a principal.Ref, as the gateway's HTTP front makes
+// one). Each row has its
 // own last name element, so that -bench can pick one row alone.
 func BenchmarkDecide(b *testing.B) {
 	for _, size := range []struct {
-		servers, rules int
-		spread, named  bool
-	}{{50, 35, true, false}, {200, 50, true, false}, {500, 50, true, false}, {1000, 50, true, false}, {50, 35, false, false}, {200, 50, false, false}, {1000, 50, false, false}, {50, 35, true, true}} {
+		servers, rules        int
+		spread, named, claims bool
+	}{{50, 35, true, false, false}, {200, 50, true, false, false}, {500, 50, true, false, false}, {1000, 50, true, false, false}, {50, 35, false, false, false}, {200, 50, false, false, false}, {1000, 50, false, false, false}, {50, 35, true, true, false}, {50, 35, true, false, true}} {
 		name := fmt.Sprintf("rules=%d/spread", size.servers*size.rules)
 		spec := policygen.Spec{Servers: size.servers, RulesPerServer: size.rules, Seed: 1}
 		switch {
@@ -54,6 +57,12 @@ func BenchmarkDecide(b *testing.B) {
 			name = fmt.Sprintf("rules=%d/one-server", size.servers*size.rules)
 		case size.named:
 			name = fmt.Sprintf("rules=%d/named", size.servers*size.rules)
+			spec.Groups = 10
+		case size.claims:
+			// As the named row, for a principal the policy does not name,
+			// in the same group by its access token: the gateway's
+			// principal reference of an identity provider's client.
+			name = fmt.Sprintf("rules=%d/claims", size.servers*size.rules)
 			spec.Groups = 10
 		}
 		type req struct{ server, name string }
@@ -72,8 +81,15 @@ func BenchmarkDecide(b *testing.B) {
 			if rt == nil {
 				var gen policygen.Policy
 				rt, gen = loadSpec(b, spec)
-				if size.named {
+				switch {
+				case size.named:
 					principal = gen.Members[7]
+				case size.claims:
+					// gen.Members[7] is in the fourth group, team003.
+					principal = claimed("agent-7@example.com", "team003")
+					if rt.ClassOf(principal) != rt.ClassOf(gen.Members[7]) {
+						b.Fatal("the claimed group set does not decide as the listed member")
+					}
 				}
 				exact := map[string][]string{} // each server's literal tool rules
 				for _, server := range gen.Servers {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -101,6 +100,8 @@ type Table struct {
 	named map[string]*view
 	// layers holds every compiled layer, for buildAutomata.
 	layers []*layer
+	// comp builds views: at load, and for principal references after.
+	comp *composer
 }
 
 // server is a server's own rules, one layer per kind, and its ui://
@@ -268,9 +269,15 @@ func (t *Table) serverOf(principal, server string, kind table.Kind) (*server, []
 }
 
 // viewOf returns the view of principal: its own if its scopes give it one,
+// the view of its name and groups for a principal reference (refView),
 // else the anonymous principal's (with no map lookup for that one).
 func (t *Table) viewOf(principal string) *view {
-	if principal != "" && len(t.named) > 0 {
+	switch {
+	case principal == "":
+		return t.anyone
+	case strings.IndexByte(principal, ' ') >= 0:
+		return t.refView(principal) // a principal.Ref: no name has a space
+	case len(t.named) > 0:
 		if v := t.named[principal]; v != nil {
 			return v
 		}
@@ -378,10 +385,6 @@ func load(src *table.Table) (*Table, error) {
 		}
 		t.servers[name] = srv
 	}
-	type scopeLayers struct {
-		*table.Scope
-		servers map[string][table.NumKinds]*layer
-	}
 	var scopes []scopeLayers
 	for i := range src.Scopes {
 		sc := &src.Scopes[i]
@@ -408,8 +411,8 @@ func load(src *table.Table) (*Table, error) {
 	// over the scopes and their members, so that loading costs the size of
 	// the table, not principals × scopes.
 	everyone, applies := table.ScopeIndexes(len(scopes), func(i int) table.Scope { return *scopes[i].Scope })
-	shared := map[string]*view{}
-	var key []byte
+	c := newComposer(t, scopes, everyone, applies)
+	t.comp = c
 	var buf []int
 	build := func(principal string) *view {
 		// Both lists are in scope order; merge them.
@@ -423,33 +426,7 @@ func load(src *table.Table) (*Table, error) {
 		}
 		idx = append(idx, everyone[g:]...)
 		buf = idx
-		key = key[:0]
-		for _, i := range idx {
-			key = strconv.AppendInt(append(key, ','), int64(i), 10)
-		}
-		if v := shared[string(key)]; v != nil {
-			return v
-		}
-		v, narrows := &view{servers: map[string]*viewServer{}}, false
-		for name, srv := range t.servers {
-			vs := &viewServer{server: srv}
-			for _, i := range idx {
-				for _, key := range [2]string{table.AllServers, name} {
-					for k, l := range scopes[i].servers[key] {
-						if l != nil && !l.neutral() {
-							vs.narrowing[k] = append(vs.narrowing[k], l)
-							narrows = true
-						}
-					}
-				}
-			}
-			v.servers[name] = vs
-		}
-		if !narrows {
-			v.servers = nil
-		}
-		shared[string(key)] = v
-		return v
+		return c.view(idx)
 	}
 	t.anyone = build("")
 	for _, sc := range scopes {
@@ -467,6 +444,38 @@ func load(src *table.Table) (*Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// scopeLayers is a scope with its compiled layers, by server (or
+// table.AllServers) and kind.
+type scopeLayers struct {
+	*table.Scope
+	servers map[string][table.NumKinds]*layer
+}
+
+// build makes the view of the scopes idx (indexes into c.scopes, in scope
+// order): every server with the layers of those scopes that narrow it, or
+// no servers at all when none does.
+func (c *composer) build(idx []int) *view {
+	v, narrows := &view{servers: map[string]*viewServer{}}, false
+	for name, srv := range c.t.servers {
+		vs := &viewServer{server: srv}
+		for _, i := range idx {
+			for _, key := range [2]string{table.AllServers, name} {
+				for k, l := range c.scopes[i].servers[key] {
+					if l != nil && !l.neutral() {
+						vs.narrowing[k] = append(vs.narrowing[k], l)
+						narrows = true
+					}
+				}
+			}
+		}
+		v.servers[name] = vs
+	}
+	if !narrows {
+		v.servers = nil
+	}
+	return v
 }
 
 // neutral reports whether a narrowing layer can change no decision: no

@@ -25,6 +25,7 @@ import (
 
 	"github.com/policyc/policyc/internal/authlimit"
 	"github.com/policyc/policyc/runtime/gateway/identity"
+	"github.com/policyc/policyc/runtime/principal"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -121,9 +122,6 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}
 	if len(tokens) == 0 && oauth == nil {
 		return nil, errors.New("no bearer tokens: the HTTP front admits only clients with a configured token or an identity provider's access token")
-	}
-	if oauth != nil && oauth.Verifier.MapsGroups() {
-		return nil, errors.New("groups from token claims are not decided on yet: remove the issuers' groups_claim")
 	}
 	limit := opts.AuthLimit
 	if limit == nil {
@@ -284,7 +282,12 @@ func (a *authenticator) verify(ctx context.Context, token string, r *http.Reques
 	if c, ok := r.Context().Value(challengeKey{}).(*challenge); ok {
 		c.who = id
 	}
-	return &auth.TokenInfo{UserID: id.Principal, Scopes: id.Scopes, Expiration: id.Expiry}, nil
+	// The principal the gateway decides for is the token's principal with
+	// its groups, issuer and subject: its sessions are bound to all of
+	// them (the SDK refuses a session's id under another UserID), and the
+	// decision log names them.
+	who := principal.Ref(principal.Parts{Name: id.Principal, Groups: id.Groups, Issuer: id.Issuer, Subject: id.Subject})
+	return &auth.TokenInfo{UserID: who, Scopes: id.Scopes, Expiration: id.Expiry}, nil
 }
 
 // refused logs a refused token and counts it against its source.

@@ -22,6 +22,8 @@ import (
 	"github.com/policyc/policyc/internal/authlimit"
 	"github.com/policyc/policyc/internal/testop"
 	"github.com/policyc/policyc/runtime/gateway/identity"
+	"github.com/policyc/policyc/runtime/principal"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // oauthFront is a gateway's HTTP front admitting the access tokens of a
@@ -33,6 +35,9 @@ type oauthFront struct {
 	url      string // the front's URL, which is its resource identifier
 	verifier *identity.Verifier
 	oplog    *syncBuffer
+	// front is a second front of the same gateway (startGroupsFront):
+	// its verifier maps groups.
+	front string
 }
 
 func startOAuthFront(t *testing.T, opts HTTPOptions, configure ...func(*Config)) *oauthFront {
@@ -404,4 +409,155 @@ func TestHTTPOAuthConfig(t *testing.T) {
 	if _, err := tg.HTTPHandler(HTTPOptions{OAuth: &OAuthOptions{}}); err == nil {
 		t.Error("OAuth options without a verifier were taken")
 	}
+}
+
+// groupsPolicy is testPolicy with a group that may not create issues and
+// a group that may not echo on linear.
+const groupsPolicy = testPolicy + `
+groups: contractors: {
+	members: ["carol"]
+	mcp_servers: github: access: tool: deny_list: ["create_issue"]
+}
+groups: quiet: {
+	members: []
+	mcp_servers: linear: access: tool: deny_list: ["echo"]
+}
+`
+
+// startGroupsFront is startOAuthFront over groupsPolicy, the provider's
+// groups claim mapped to the policy's groups.
+func startGroupsFront(t *testing.T) *oauthFront {
+	t.Helper()
+	f := startOAuthFront(t, HTTPOptions{}, func(c *Config) { c.Tables = fixed(loadTable(t, groupsPolicy, 1)) })
+	v, err := identity.New(context.Background(), identity.Config{Resource: f.url, MinRefetch: time.Nanosecond, Issuers: []identity.Issuer{{
+		Name: "corp", URL: f.op.Issuer, GroupsClaim: "groups",
+		Groups: map[string]string{"idp-contractors": "contractors", "idp-quiet": "quiet"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.tg.HTTPHandler(HTTPOptions{Tokens: map[string]string{tokenHash("alice-token"): "alice"}, OAuth: &OAuthOptions{Verifier: v, Scopes: []string{"mcp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// The provider's tokens name the first front's URL as their audience;
+	// this front is that resource too.
+	f.verifier = v
+	f.front = srv.URL
+	return f
+}
+
+func (f *oauthFront) groupsClient(id, subject string, groups ...string) {
+	g := make([]any, len(groups))
+	for i, s := range groups {
+		g[i] = s
+	}
+	f.op.SetClient(id, testop.Client{Secret: id + "-secret", Subject: subject, Audience: []string{f.url}, Claims: map[string]any{"groups": g}})
+}
+
+// A token's groups pick the policy's narrowing layers as listed
+// membership does, and the decision log names the token's groups, issuer
+// and subject.
+func TestHTTPGroupsFromClaims(t *testing.T) {
+	f := startGroupsFront(t)
+	f.groupsClient("dave-agent", "dave", "idp-contractors", "idp-unmapped")
+	dave := httpClient(t, f.front, f.token(t, "dave-agent", "mcp"))
+	if names := toolNames(t, dave); slices.Contains(names, "github__create_issue") || !slices.Contains(names, "github__echo") || !slices.Contains(names, "linear__echo") {
+		t.Errorf("dave, a contractor by his token: %v", names)
+	}
+	// carol is a contractor by the policy's list; her token adds quiet.
+	f.groupsClient("carol-agent", "carol", "idp-quiet")
+	carol := httpClient(t, f.front, f.token(t, "carol-agent", "mcp"))
+	if names := toolNames(t, carol); slices.Contains(names, "github__create_issue") || slices.Contains(names, "linear__echo") {
+		t.Errorf("carol, a listed contractor and quiet by her token: %v", names)
+	}
+	var rec *Record
+	for _, r := range f.tg.log.all() {
+		if r.Op == OpList && r.Name == "create_issue" && principal.Name(r.Principal) == "dave" {
+			rec = &r
+			break
+		}
+	}
+	if rec == nil {
+		t.Fatal("no record of dave's listing")
+	}
+	if rec.Decision.Effect != table.Deny || rec.Decision.Scope != "group:contractors" {
+		t.Errorf("dave's create_issue: %+v", rec.Decision)
+	}
+	line := string(AppendRecord(nil, rec))
+	if !strings.Contains(line, `"principal":"dave","groups":["contractors"],"issuer":"`+f.op.Issuer+`","subject":"dave","server":"github"`) {
+		t.Errorf("the decision log line: %s", line)
+	}
+	if strings.Contains(line, "eyJ") {
+		t.Errorf("a token in the decision log: %s", line)
+	}
+}
+
+// One subject's groups change between two tokens: each token is decided
+// with its own groups, and a session opened under the first cannot be
+// used with the second (it was listed for other groups).
+func TestHTTPGroupsChangeBetweenTokens(t *testing.T) {
+	f := startGroupsFront(t)
+	f.groupsClient("dave-agent", "dave", "idp-contractors")
+	first := f.token(t, "dave-agent", "mcp")
+	f.groupsClient("dave-agent", "dave")
+	second := f.token(t, "dave-agent", "mcp")
+
+	before := httpClient(t, f.front, first)
+	if names := toolNames(t, before); slices.Contains(names, "github__create_issue") {
+		t.Errorf("dave as a contractor: %v", names)
+	}
+	after := httpClient(t, f.front, second)
+	if names := toolNames(t, after); !slices.Contains(names, "github__create_issue") {
+		t.Errorf("dave no longer a contractor: %v", names)
+	}
+	for _, version := range []string{newVersion} {
+		cs := httpClientVersion(t, f.front, second, version)
+		if msg, isErr := callText(t, cs, "github__create_issue"); isErr {
+			t.Errorf("%s, dave without groups: create_issue %q", version, msg)
+		}
+		// Denied, it is absent: an unknown tool.
+		cs = httpClientVersion(t, f.front, first, version)
+		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__create_issue"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("%s, dave as a contractor: create_issue answered %v, want an unknown tool", version, err)
+		}
+	}
+
+	// The first session's id under the second token: refused.
+	resp, _ := f.postTo(t, f.front, second, f.session(t, first), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a session of dave-as-contractor with dave's new token: %s, want 403", resp.Status)
+	}
+}
+
+// session opens a session with token and returns its id.
+func (f *oauthFront) session(t *testing.T, token string) string {
+	t.Helper()
+	resp, body := f.postTo(t, f.front, token, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s %s", resp.Status, body)
+	}
+	return sid
+}
+
+func (f *oauthFront) postTo(t *testing.T, url, token, session, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if session != "" {
+		req.Header.Set(sessionIDHeader, session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }

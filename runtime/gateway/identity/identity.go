@@ -265,16 +265,6 @@ func (v *Verifier) IssuerURLs() []string {
 	return out
 }
 
-// MapsGroups says whether any issuer gives tokens groups.
-func (v *Verifier) MapsGroups() bool {
-	for _, is := range v.issuers {
-		if is.GroupsClaim != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // Skew is the clock difference the Verifier allows.
 func (v *Verifier) Skew() time.Duration { return v.cfg.Skew }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/principal"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -24,6 +25,7 @@ func init() { register(newExplainCmd) }
 func newExplainCmd() *cobra.Command {
 	var item itemFlags
 	var tr tableReader
+	var groups []string
 	c := &cobra.Command{
 		Use:   "explain (DIR | TABLE) --server SERVER --kind KIND --name NAME [--trust KEY.pub]",
 		Short: "Show the decision for one item, the rule that made it and the rules it beat",
@@ -38,6 +40,11 @@ verifies (and not expired), with 'policyc verify's exit codes (10-16) when it
 does not; without --trust, a signed table is read unverified, and a note on
 standard error says so.
 
+--groups names the groups the asker is in by its token (the gateway's
+identity providers map a token's groups claim to the policy's groups):
+they narrow as listed membership does, beside the groups the policy lists
+--principal in. The gateway decides a token's client exactly so.
+
 With --format json the output is an object with at least "decision" ("allow",
 "approve" or "deny") and "rule" (null when a default decided, else an object
 with "origin").
@@ -45,6 +52,7 @@ with "origin").
 Examples:
   policyc explain examples/team --server linear --kind tool --name save_issue
   policyc explain table.json --server github --kind tool --name merge_pull_request --principal alice
+  policyc explain examples/team --server github --kind tool --name merge_pull_request --principal dave@example.com --groups contractors
   policyc explain table.signed.json --trust ci.pub --server github --kind tool --name merge_pull_request
   policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
 		Args: argsRange(1, 1),
@@ -73,18 +81,65 @@ Examples:
 				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: server %q is not in the table, so every item of it is denied%s (%s)\n",
 					item.server, hint, servers)
 			}
-			notePrincipal(c.ErrOrStderr(), t.Source(), item.principal)
-			ex := t.Explain(item.principal, item.server, k, item.name)
+			who, err := askerWithGroups(t.Source(), item.principal, groups)
+			if err != nil {
+				return err
+			}
+			if len(groups) == 0 {
+				notePrincipal(c.ErrOrStderr(), t.Source(), item.principal)
+			}
+			ex := t.Explain(who, item.server, k, item.name)
 			if item.format == "json" {
 				return writeExplainJSON(c.OutOrStdout(), ex)
 			}
-			writeExplainText(c.OutOrStdout(), root, item.principal, item.server, item.kind, item.name, ex)
+			shown := item.principal
+			if len(groups) > 0 {
+				shown = strings.TrimSpace(item.principal + " (groups " + principal.Groups(who) + ")")
+			}
+			writeExplainText(c.OutOrStdout(), root, shown, item.server, item.kind, item.name, ex)
 			return nil
 		},
 	}
 	item.add(c.Flags())
+	c.Flags().StringSliceVar(&groups, "groups", nil, "the `GROUPS` (comma-separated) the asker is in by its access token, as the gateway maps them")
 	tr.addFlags(c.Flags())
 	return c
+}
+
+// askerWithGroups is who explain decides for: principal, or with groups
+// the principal reference the gateway makes of a token's principal and
+// groups. A group the table does not have is a usage error, with the
+// nearest one: it would narrow nothing.
+func askerWithGroups(src *table.Table, name string, groups []string) (string, error) {
+	if len(groups) == 0 {
+		return name, nil
+	}
+	have := map[string]bool{}
+	for _, sc := range src.Scopes {
+		if g, ok := strings.CutPrefix(sc.Name, "group:"); ok {
+			have[g] = true
+		}
+	}
+	known := slices.Sorted(maps.Keys(have))
+	var set []string
+	for _, g := range groups {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if !have[g] {
+			hint := "the table has no groups"
+			if len(known) > 0 {
+				hint = "its groups: " + strings.Join(known, ", ")
+				if near := compiler.Suggest(g, known); near != "" {
+					hint = fmt.Sprintf("did you mean %q? (%s)", near, hint)
+				}
+			}
+			return "", usageErrorf("--groups: %q is not a group of the table, so it would narrow nothing; %s", g, hint)
+		}
+		set = append(set, g)
+	}
+	slices.Sort(set)
+	return principal.Ref(principal.Parts{Name: name, Groups: slices.Compact(set)}), nil
 }
 
 // itemFlags name one decision: who asks for which item of which server,

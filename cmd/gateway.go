@@ -40,7 +40,7 @@ The configuration (--config: a directory of CUE files in package gateway, or
 one file) names the signed table, the trusted public keys, a state directory,
 the upstreams (stdio commands or streamable HTTP URLs) and the front (stdio
 for one principal, or streamable HTTP with bearer tokens stored as SHA-256
-hashes). It is checked like a policy: an unknown or misspelt key, a wrong
+hashes, access tokens of identity providers, or both). It is checked like a policy: an unknown or misspelt key, a wrong
 value or a program that cannot be found is an error with its position, the
 code gateway-config (docs/rules/gateway-config.md) and, where it helps, a
 suggestion. --table, --trust, --state and --decision-log replace the
@@ -54,6 +54,13 @@ approval gate (the approvals block, docs/approvals.md), and every approval
 and consent channel of a served server must reach someone through it. The
 gate's admin listener serves the approvals page and the admin API that
 'policyc approvals' uses, with approver tokens of its own.
+
+With front.http.oauth the HTTP front is an OAuth 2.1 resource server: it
+serves its protected resource metadata at /.well-known/oauth-protected-resource,
+admits JWT access tokens of the configured issuers (RS256, ES256, EdDSA; their
+keys fetched at start, and again when they rotate) that name its resource in
+aud, and decides for the principal and the policy groups their claims map to.
+A provider that cannot be reached at start stops the gateway.
 
 Clients see tools and prompts as <upstream>__<name>; listings hold only what
 the table allows for the principal, and a denied item is answered exactly as
@@ -74,8 +81,10 @@ summary is printed, with the approval gate's timings; nothing is started.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
 problems, including a trust key file that is missing or not a public key, a
-state directory that does not exist and a decision log the gateway could not
-append to, or the table cannot be enforced here; 2 usage, including a
+state directory that does not exist, a decision log the gateway could not
+append to and an identity provider whose keys could not be fetched, or the
+table cannot be enforced here (a group the configuration maps tokens to that
+it lacks, among others); 2 usage, including a
 --trust, --state or --decision-log path that cannot be used; 3 the gateway failed (an unreadable configuration or table
 file, an address in use); 10-16 the table was refused (see 'policyc verify
 --help').

@@ -347,8 +347,8 @@ func TestSetASCIICells(t *testing.T) {
 			continue // unused
 		}
 		for b := range rune(utf8.RuneSelf) {
-			if int(d.ascii[b][k]) != d.alphabet[k].cell(b) {
-				t.Errorf("automaton %d: ascii[%q] = %d; cell = %d", k, b, d.ascii[b][k], d.alphabet[k].cell(b))
+			if c := d.ascii[asciiSlot[b]][k]; int(c) != d.alphabet[k].cell(b) {
+				t.Errorf("automaton %d: ascii[asciiSlot[%q]] = %d; cell = %d", k, b, c, d.alphabet[k].cell(b))
 			}
 		}
 	}

@@ -272,12 +272,13 @@ func (t *Table) serverOf(principal, server string, kind table.Kind) (*server, []
 // the view of its name and groups for a principal reference (refView),
 // else the anonymous principal's (with no map lookup for that one).
 func (t *Table) viewOf(principal string) *view {
-	switch {
-	case principal == "":
+	if principal == "" {
 		return t.anyone
-	case strings.IndexByte(principal, ' ') >= 0:
-		return t.refView(principal) // a principal.Ref: no name has a space
-	case len(t.named) > 0:
+	}
+	if isRef(principal) {
+		return t.refView(principal)
+	}
+	if len(t.named) > 0 {
 		if v := t.named[principal]; v != nil {
 			return v
 		}

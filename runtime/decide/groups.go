@@ -36,14 +36,15 @@ type composer struct {
 	shared map[string]*view // by the scopes it is made of
 	key    []byte
 
-	// refs holds, by principal.Decided(ref), the views of the references
-	// asked about: a map replaced whole on each addition (under mu), so
-	// that a lookup is one atomic load and a map read. Past
-	// maxComposedFast entries, more go to overflow, a sync.Map, up to
-	// maxComposed.
+	// refs holds the views of the references asked about, by the whole
+	// reference: a map replaced whole on each addition (under mu), so
+	// that a decision's lookup is one atomic load and a map read, with
+	// no parsing. It has room for maxComposedFast references; decided
+	// holds the views by name and group set (principal.Decided), up to
+	// maxComposed of them, for the references past that.
 	refs     atomic.Pointer[map[string]*view]
-	overflow sync.Map
-	nover    atomic.Int64
+	decided  sync.Map
+	ndecided atomic.Int64
 }
 
 // maxComposedFast bounds refs: each addition copies it.
@@ -60,17 +61,23 @@ func newComposer(t *Table, scopes []scopeLayers, everyone []int, applies map[str
 	return c
 }
 
+// isRef says whether p is a principal reference with groups or an
+// issuer, not a plain name (no name has a space; a tool's made-up asker
+// such as "(a member of group x)" may, and is looked up by name).
+func isRef(p string) bool { return principal.IsRef(p) }
+
 // refView is the view of a principal reference: the name's own scopes,
 // everyone's, and those of the groups the reference names (a group the
 // table does not have narrows nothing). It allocates nothing for a name
 // and group set seen before.
 func (t *Table) refView(ref string) *view {
-	key := principal.Decided(ref)
 	c := t.comp
-	if v := (*c.refs.Load())[key]; v != nil {
+	if v := (*c.refs.Load())[ref]; v != nil {
 		return v
 	}
-	if v, ok := c.overflow.Load(key); ok {
+	key := principal.Decided(ref)
+	if v, ok := c.decided.Load(key); ok {
+		c.keep(ref, v.(*view))
 		return v.(*view)
 	}
 	name, groups := principal.Name(key), principal.Groups(key)
@@ -83,32 +90,32 @@ func (t *Table) refView(ref string) *view {
 	idx = append(append(idx, c.everyone...), c.applies[name]...)
 	slices.Sort(idx)
 	v := c.view(slices.Compact(idx))
-	c.keep(strings.Clone(key), v)
+	if c.ndecided.Load() < maxComposed {
+		if _, loaded := c.decided.LoadOrStore(strings.Clone(key), v); !loaded {
+			c.ndecided.Add(1)
+		}
+	}
+	c.keep(ref, v)
 	return v
 }
 
-// keep remembers v as the view of key.
-func (c *composer) keep(key string, v *view) {
+// keep remembers v as the view of ref, while refs has room.
+func (c *composer) keep(ref string, v *view) {
+	if len(*c.refs.Load()) >= maxComposedFast {
+		return // full: no lock taken on the way
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := *c.refs.Load()
-	if _, ok := old[key]; ok {
+	if _, ok := old[ref]; ok || len(old) >= maxComposedFast {
 		return
 	}
-	if len(old) < maxComposedFast {
-		m := make(map[string]*view, len(old)+1)
-		for k, w := range old {
-			m[k] = w
-		}
-		m[key] = v
-		c.refs.Store(&m)
-		return
+	m := make(map[string]*view, len(old)+1)
+	for k, w := range old {
+		m[k] = w
 	}
-	if c.nover.Load() < maxComposed-maxComposedFast {
-		if _, loaded := c.overflow.LoadOrStore(key, v); !loaded {
-			c.nover.Add(1)
-		}
-	}
+	m[strings.Clone(ref)] = v
+	c.refs.Store(&m)
 }
 
 // view is the view of the scopes idx, sorted: one already built for

@@ -125,3 +125,19 @@ func TestClaimedGroupsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Past the references a table keeps in full, decisions are still right,
+// and still allocate nothing once their name and group set was seen.
+func TestManyReferences(t *testing.T) {
+	rt, gen := loadSpec(t, policygen.Spec{Servers: 2, RulesPerServer: 10, Groups: 2, Seed: 4})
+	member := rt.ClassOf(gen.Members[0]) // team000
+	for i := range 4096 + 100 {
+		if rt.ClassOf(claimed(fmt.Sprintf("agent%d", i), "team000")) != member {
+			t.Fatalf("reference %d is not decided as team000's members", i)
+		}
+	}
+	late := claimed("agent4100", "team000")
+	if n := testing.AllocsPerRun(100, func() { rt.Decide(late, gen.Servers[0], table.Tool, gen.Names[0]) }); n != 0 {
+		t.Errorf("a reference past the full cache allocates %v times", n)
+	}
+}

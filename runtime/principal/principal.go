@@ -63,6 +63,13 @@ func Ref(p Parts) string {
 	return b.String()
 }
 
+// IsRef says whether s is a reference with groups, an issuer or both, not
+// a plain name. It allocates nothing.
+func IsRef(s string) bool {
+	i := strings.IndexByte(s, ' ')
+	return i >= 0 && (strings.HasPrefix(s[i:], groupsKey) || strings.HasPrefix(s[i:], issuerKey))
+}
+
 // Name is the principal's name in ref.
 func Name(ref string) string {
 	if i := strings.IndexByte(ref, ' '); i >= 0 {

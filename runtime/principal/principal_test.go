@@ -59,3 +59,20 @@ func TestSame(t *testing.T) {
 		}
 	}
 }
+
+func TestIsRef(t *testing.T) {
+	for s, want := range map[string]bool{
+		"alice":                             false,
+		"":                                  false,
+		"(a member of group contractors)":   false,
+		"bob groups=ops":                    true,
+		"bob iss=https://idp sub=1":         true,
+		" groups=contractors":               true,
+		Ref(Parts{Name: "b", Subject: "s"}): true,
+		Ref(Parts{Name: "b", Groups: []string{"g"}}): true,
+	} {
+		if IsRef(s) != want {
+			t.Errorf("IsRef(%q) = %v", s, !want)
+		}
+	}
+}

@@ -53,7 +53,10 @@ cannot enforce as configured: tool calls held for approval need the
 approval gate (the approvals block, docs/approvals.md), and every approval
 and consent channel of a served server must reach someone through it. The
 gate's admin listener serves the approvals page and the admin API that
-'policyc approvals' uses, with approver tokens of its own.
+'policyc approvals' uses, with approver tokens of its own, an identity
+provider's access tokens of approvers (approvals.admin.oauth: issuer,
+audience, approver_groups), or both; with approvals.admin.oauth.sign_in the
+page signs approvers in with the provider (authorization code with PKCE).
 
 With front.http.oauth the HTTP front is an OAuth 2.1 resource server: it
 serves its protected resource metadata at /.well-known/oauth-protected-resource,
@@ -212,6 +215,19 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 			}
 			return nil
 		}
+	}
+	if s.AdminOAuth != nil && s.AdminAddress != "" {
+		// The approvers' provider is reached now too: its keys, and its
+		// discovery document for the page's sign-in.
+		cfg := *s.AdminOAuth
+		cfg.Identity.Logger = logger
+		ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
+		ao, err := approval.NewAdminOAuth(ctx, cfg)
+		cancel()
+		if err != nil {
+			return gatewayDiagnostics(stderr, dir, []compiler.Diagnostic{s.AdminOAuthDiagnostic(err)}, config.ForGateway)
+		}
+		s.Admin.OAuth = ao
 	}
 	if o.check {
 		s.Gateway.Log = gateway.NewJSONLog(io.Discard)

@@ -1,10 +1,12 @@
 // Package testop runs a real OpenID provider on the loopback interface for
 // tests: zitadel/oidc's op package (an OpenID Certified implementation)
 // over an in-memory storage. It issues JWT access tokens by the
-// client-credentials grant, signs them with keys that a test can rotate
-// (RS256, ES256 or EdDSA), and serves discovery and the JWKS as any
-// provider does. Tests obtain tokens from its token endpoint over HTTP,
-// exactly as an agent would; nothing here builds a token by hand.
+// client-credentials grant and by the authorization-code flow with PKCE
+// (a user signs in on its login form, in a browser), signs them with keys
+// that a test can rotate (RS256, ES256 or EdDSA), and serves discovery and
+// the JWKS as any provider does. Tests obtain tokens from its endpoints
+// over HTTP, exactly as an agent or a browser would; nothing here builds a
+// token by hand.
 package testop
 
 import (
@@ -54,6 +56,10 @@ type Client struct {
 	// one for this client's tokens: their iat and nbf are that far in the
 	// future.
 	ClockAhead time.Duration
+	// RedirectURIs make the client one of the authorization-code flow as
+	// well (with PKCE; without a Secret, a public client): the provider's
+	// login form signs a User in, and the code goes to one of these.
+	RedirectURIs []string
 }
 
 // Provider is a running OpenID provider.
@@ -77,12 +83,12 @@ func Start(alg jose.SignatureAlgorithm) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{Issuer: "http://" + ln.Addr().String(), ln: ln, st: &storage{clients: map[string]Client{}}}
+	p := &Provider{Issuer: "http://" + ln.Addr().String(), ln: ln, st: &storage{clients: map[string]Client{}, users: map[string]User{}, authReqs: map[string]*authRequest{}}}
 	if err := p.Rotate(alg, true); err != nil {
 		ln.Close()
 		return nil, err
 	}
-	cfg := &op.Config{CryptoKey: sha256.Sum256([]byte(p.Issuer)), AuthMethodPost: true}
+	cfg := &op.Config{CryptoKey: sha256.Sum256([]byte(p.Issuer)), AuthMethodPost: true, CodeMethodS256: true}
 	prov, err := op.NewProvider(cfg, p.st, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
 	if err != nil {
 		ln.Close()
@@ -95,6 +101,15 @@ func Start(alg jose.SignatureAlgorithm) (*Provider, error) {
 		// package hands it only the scopes.
 		if err := r.ParseForm(); err == nil && r.PostForm.Get("resource") != "" {
 			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.PostForm["resource"]))
+		}
+		prov.ServeHTTP(w, r)
+	})
+	p.loginRoutes(mux)
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		// The resource indicator of an authorization request, as for the
+		// token endpoint.
+		if err := r.ParseForm(); err == nil && r.Form.Get("resource") != "" {
+			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.Form["resource"]))
 		}
 		prov.ServeHTTP(w, r)
 	})
@@ -246,15 +261,20 @@ func newKey(alg jose.SignatureAlgorithm) (*signingKey, error) {
 	return &signingKey{id: fmt.Sprintf("%s-%d", strings.ToLower(string(alg)), keySerial.Add(1)), alg: alg, key: key}, nil
 }
 
-// storage is the provider's in-memory storage: clients and keys. It
-// serves the client-credentials grant only; the other flows answer that
-// they are not supported.
+// storage is the provider's in-memory storage: clients, users and keys.
+// It serves the client-credentials grant and the authorization-code flow;
+// the other flows answer that they are not supported.
 type storage struct {
 	mu      sync.Mutex
 	clients map[string]Client
 	keys    []*signingKey
 	signing *signingKey
 	tokens  atomic.Int64
+	// users sign in on the login form; authReqs are the authorization
+	// requests in progress, by id (see authcode.go).
+	users    map[string]User
+	authReqs map[string]*authRequest
+	logins   atomic.Int64
 }
 
 var errUnsupported = errors.New("testop: not supported by the test provider")
@@ -334,6 +354,11 @@ func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 			}
 		}
 	}
+	if a, ok := r.(*authRequest); ok {
+		if l := s.accessLifetime(a); l != 0 {
+			lifetime = l
+		}
+	}
 	return fmt.Sprintf("at-%d", s.tokens.Add(1)), time.Now().Add(ahead + lifetime), nil
 }
 
@@ -381,17 +406,6 @@ func (s *storage) Health(context.Context) error { return nil }
 
 // The flows the test provider does not serve.
 
-func (s *storage) CreateAuthRequest(context.Context, *oidc.AuthRequest, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) AuthRequestByID(context.Context, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) AuthRequestByCode(context.Context, string) (op.AuthRequest, error) {
-	return nil, errUnsupported
-}
-func (s *storage) SaveAuthCode(context.Context, string, string) error { return errUnsupported }
-func (s *storage) DeleteAuthRequest(context.Context, string) error    { return errUnsupported }
 func (s *storage) CreateAccessAndRefreshTokens(context.Context, op.TokenRequest, string) (string, string, time.Time, error) {
 	return "", "", time.Time{}, errUnsupported
 }
@@ -405,7 +419,8 @@ func (s *storage) RevokeToken(context.Context, string, string, string) *oidc.Err
 func (s *storage) GetRefreshTokenInfo(context.Context, string, string) (string, string, error) {
 	return "", "", op.ErrInvalidRefreshToken
 }
-func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+func (s *storage) SetUserinfoFromScopes(_ context.Context, info *oidc.UserInfo, userID, _ string, _ []string) error {
+	info.Subject = userID // an ID token's sub, which the user info would otherwise blank
 	return nil
 }
 func (s *storage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
@@ -428,15 +443,28 @@ type opClient struct {
 }
 
 func (c *opClient) GetID() string                       { return c.id }
-func (c *opClient) RedirectURIs() []string              { return nil }
+func (c *opClient) RedirectURIs() []string              { return c.c.RedirectURIs }
 func (c *opClient) PostLogoutRedirectURIs() []string    { return nil }
 func (c *opClient) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
-func (c *opClient) AuthMethod() oidc.AuthMethod         { return oidc.AuthMethodBasic }
-func (c *opClient) ResponseTypes() []oidc.ResponseType  { return nil }
+func (c *opClient) AuthMethod() oidc.AuthMethod {
+	if c.c.Secret == "" && len(c.c.RedirectURIs) > 0 {
+		return oidc.AuthMethodNone // a public client: PKCE alone
+	}
+	return oidc.AuthMethodBasic
+}
+func (c *opClient) ResponseTypes() []oidc.ResponseType {
+	if len(c.c.RedirectURIs) > 0 {
+		return []oidc.ResponseType{oidc.ResponseTypeCode}
+	}
+	return nil
+}
 func (c *opClient) GrantTypes() []oidc.GrantType {
+	if len(c.c.RedirectURIs) > 0 {
+		return []oidc.GrantType{oidc.GrantTypeClientCredentials, oidc.GrantTypeCode}
+	}
 	return []oidc.GrantType{oidc.GrantTypeClientCredentials}
 }
-func (c *opClient) LoginURL(string) string               { return "" }
+func (c *opClient) LoginURL(id string) string            { return "/login?authRequestID=" + url.QueryEscape(id) }
 func (c *opClient) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }
 func (c *opClient) IDTokenLifetime() time.Duration       { return time.Hour }
 func (c *opClient) DevMode() bool                        { return true }

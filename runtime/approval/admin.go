@@ -36,6 +36,12 @@ type AdminOptions struct {
 	// the approver's name. An approver can never decide a request made by
 	// a principal of the same name.
 	Approvers map[string]string
+	// OAuth, when set, admits an identity provider's access tokens of
+	// approvers too (beside Approvers, or instead), and signs approvers in
+	// on the page with the provider when it has a SignIn. Such an
+	// approver decides as its name, issuer and subject, and can never
+	// decide a request of the same issuer and subject, whatever the names.
+	OAuth *AdminOAuth
 	// ClientTokens holds the hex SHA-256 of every MCP client token of the
 	// gateway's front: the admin side refuses them, saying why. A token
 	// cannot be both.
@@ -93,6 +99,9 @@ type admin struct {
 	sessionTTL time.Duration
 	limit      *authlimit.Limiter
 
+	oauth   *AdminOAuth
+	signIns signIns
+
 	mu       sync.Mutex
 	sessions map[string]*pageSession
 }
@@ -102,7 +111,7 @@ type admin struct {
 // with an approver token, then a session cookie and CSRF-checked forms).
 func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 	a := &admin{g: g, approvers: map[[sha256.Size]byte]string{}, clients: map[[sha256.Size]byte]bool{},
-		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit}
+		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit, oauth: opts.OAuth}
 	if a.limit == nil {
 		a.limit = authlimit.New(authlimit.Options{})
 	}
@@ -119,8 +128,8 @@ func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 		}
 		a.approvers[k] = name
 	}
-	if len(a.approvers) == 0 {
-		return nil, errors.New("no approver tokens: the admin listener admits approvers only, so configure at least one")
+	if len(a.approvers) == 0 && a.oauth == nil {
+		return nil, errors.New("no approver tokens and no identity provider: the admin listener admits approvers only, so configure at least one of them")
 	}
 	for h := range opts.ClientTokens {
 		k, err := tokenHash(h)
@@ -155,21 +164,45 @@ func tokenHash(h string) ([sha256.Size]byte, error) {
 	return k, nil
 }
 
-// approver returns the name of the approver whose token this is, or why
-// the token is refused.
-func (a *admin) approver(token string) (string, error) {
+// approver returns the name of the approver whose token this is (for an
+// identity provider's token, a principal reference with its issuer and
+// subject, and the token's expiry), or why the token is refused: a
+// *authRefusal, 401 for a token that is no one's known here, 403 for a
+// provider's token of someone who is not an approver.
+func (a *admin) approver(ctx context.Context, token string) (string, time.Time, error) {
 	if token == "" {
-		return "", errors.New("no token: the admin API needs an approver token (Authorization: Bearer TOKEN)")
+		return "", time.Time{}, &authRefusal{http.StatusUnauthorized, "no token: the admin API needs an approver token (Authorization: Bearer TOKEN)"}
 	}
 	k := sha256.Sum256([]byte(token))
 	if name, ok := a.approvers[k]; ok {
-		return name, nil
+		return name, time.Time{}, nil
 	}
 	if a.clients[k] {
-		return "", errors.New("this is an MCP client token; the admin side accepts approver tokens only")
+		return "", time.Time{}, &authRefusal{http.StatusUnauthorized, "this is an MCP client token; the admin side accepts approver tokens only"}
 	}
-	return "", errors.New("unknown token: the admin side accepts approver tokens only")
+	if a.oauth != nil && looksLikeJWT(token) {
+		name, exp, err := a.oauth.approver(ctx, token)
+		var na *errNotApprover
+		switch {
+		case err == nil:
+			return name, exp, nil
+		case errors.As(err, &na):
+			return "", time.Time{}, &authRefusal{http.StatusForbidden, na.msg}
+		}
+		a.g.logger.Info("admin side: access token refused", "error", err)
+		return "", time.Time{}, &authRefusal{http.StatusUnauthorized, err.Error() + " (the admin side accepts access tokens of " + a.oauth.Issuer() + " for audience " + a.oauth.Audience() + ")"}
+	}
+	return "", time.Time{}, &authRefusal{http.StatusUnauthorized, "unknown token: the admin side accepts approver tokens only"}
 }
+
+// authRefusal is a token the admin side refuses, with the status to
+// answer.
+type authRefusal struct {
+	status int
+	msg    string
+}
+
+func (e *authRefusal) Error() string { return e.msg }
 
 type apiErr struct {
 	status int
@@ -225,13 +258,21 @@ func (a *admin) api(h func(r *http.Request, approver string) (any, error)) http.
 		}
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		token = strings.TrimSpace(token)
-		name, err := a.approver(token)
+		name, _, err := a.approver(r.Context(), token)
 		if err != nil {
 			if token != "" {
 				a.limit.Failed(authlimit.Source(r))
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="policyc approvals"`)
-			writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: err.Error(), Status: http.StatusUnauthorized})
+			st := err.(*authRefusal).status
+			switch {
+			case st == http.StatusForbidden:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="policyc approvals", error="insufficient_scope"`)
+			case token != "" && a.oauth != nil && looksLikeJWT(token):
+				w.Header().Set("WWW-Authenticate", `Bearer realm="policyc approvals", error="invalid_token"`)
+			default:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="policyc approvals"`)
+			}
+			writeJSON(w, st, ErrorBody{Error: err.Error(), Status: st})
 			return
 		}
 		v, err := h(r, name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/policyc/policyc/internal/authlimit"
 	"github.com/policyc/policyc/internal/termsafe"
+	"github.com/policyc/policyc/runtime/principal"
 )
 
 // The approvals page is server-rendered HTML that works without
@@ -56,6 +57,10 @@ func (a *admin) pageRoutes(mux *http.ServeMux) {
 		w.Write(pageCSS)
 	})
 	mux.HandleFunc("GET /login", a.loginForm)
+	if a.oauth != nil && a.oauth.signIn != nil {
+		mux.HandleFunc("GET /signin", a.signInStart)
+		mux.HandleFunc("GET "+SignInCallback, a.signInCallback)
+	}
 	mux.HandleFunc("POST /login", a.login)
 	mux.HandleFunc("POST /logout", a.signedIn(a.logout))
 	mux.HandleFunc("GET /approvals", a.signedIn(a.listPage))
@@ -71,9 +76,13 @@ type pageData struct {
 	CSRF     string
 	Error    string
 	Notice   string
-	// Login page.
-	Login bool
-	Next  string
+	// Login page: the provider's sign-in (at SignInURL), the token form,
+	// or both.
+	Login       bool
+	Next        string
+	SignIn      bool
+	TokenSignIn bool
+	SignInURL   string
 	// List page: a page of the pending requests, oldest first, and one of
 	// the remembered approvals in force, newest first, each with the
 	// cursor of its next page; the last decided or expired requests.
@@ -109,7 +118,7 @@ func (a *admin) card(r Request, approver string) card {
 	now := a.g.now()
 	// What the page shows of the request is neutralised (see Neutral):
 	// html/template escapes markup, not a BiDi override.
-	c := card{Request: Neutral(r), Waiting: a.g.Waiting(r.ID), Own: r.Principal == approver, Active: r.Active(now), Anchor: r.ID}
+	c := card{Request: Neutral(r), Waiting: a.g.Waiting(r.ID), Own: principal.Same(approver, r.Principal), Active: r.Active(now), Anchor: r.ID}
 	if r.Status == Pending {
 		c.ExpiresIn = roughDuration(r.Expires.Sub(now))
 		if r.Kind == KindConsent {
@@ -149,7 +158,9 @@ func durationLabel(d string) string {
 
 func (a *admin) render(w http.ResponseWriter, status int, d *pageData) {
 	d.Now = a.g.now()
-	d.Title, d.Approver, d.Error, d.Notice = termsafe.String(d.Title), termsafe.String(d.Approver), termsafe.String(d.Error), termsafe.String(d.Notice)
+	// An approver from an identity provider is shown by its name; its
+	// issuer and subject are in the decisions it records.
+	d.Title, d.Approver, d.Error, d.Notice = termsafe.String(d.Title), termsafe.String(principal.Name(d.Approver)), termsafe.String(d.Error), termsafe.String(d.Notice)
 	var b strings.Builder
 	if err := pageTemplate.Execute(&b, d); err != nil {
 		http.Error(w, "the approvals page failed to render", http.StatusInternalServerError)
@@ -202,7 +213,7 @@ func (a *admin) signedIn(h func(http.ResponseWriter, *http.Request, *pageSession
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
-			a.render(w, http.StatusUnauthorized, &pageData{Title: "Sign in", Login: true, Next: "/approvals", Error: "Your sign-in has ended; sign in again, then decide."})
+			a.render(w, http.StatusUnauthorized, a.loginData("/approvals", "Your sign-in has ended; sign in again, then decide."))
 			return
 		}
 		if r.Method == http.MethodPost {
@@ -238,38 +249,32 @@ func localPath(next string) string {
 }
 
 func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
-	a.render(w, http.StatusOK, &pageData{Title: "Sign in", Login: true, Next: localPath(r.URL.Query().Get("next"))})
+	a.render(w, http.StatusOK, a.loginData(localPath(r.URL.Query().Get("next")), ""))
 }
 
 func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	next := "/approvals"
 	if err := sameOrigin(r); err != nil {
-		a.render(w, http.StatusForbidden, &pageData{Title: "Sign in", Login: true, Next: next, Error: err.Error()})
+		a.render(w, http.StatusForbidden, a.loginData(next, err.Error()))
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		a.render(w, http.StatusBadRequest, &pageData{Title: "Sign in", Login: true, Next: next, Error: "The form could not be read."})
+		a.render(w, http.StatusBadRequest, a.loginData(next, "The form could not be read."))
 		return
 	}
 	next = localPath(r.PostFormValue("next"))
 	if msg, limited := a.limited(w, r); limited {
-		a.render(w, http.StatusTooManyRequests, &pageData{Title: "Sign in", Login: true, Next: next, Error: "Not signed in: " + msg + "."})
+		a.render(w, http.StatusTooManyRequests, a.loginData(next, "Not signed in: "+msg+"."))
 		return
 	}
-	name, err := a.approver(strings.TrimSpace(r.PostFormValue("token")))
+	name, expires, err := a.approver(r.Context(), strings.TrimSpace(r.PostFormValue("token")))
 	if err != nil {
 		a.limit.Failed(authlimit.Source(r))
-		a.render(w, http.StatusUnauthorized, &pageData{Title: "Sign in", Login: true, Next: next, Error: "Not signed in: " + err.Error()})
+		a.render(w, err.(*authRefusal).status, a.loginData(next, "Not signed in: "+err.Error()))
 		return
 	}
-	id := randomToken()
-	s := &pageSession{approver: name, csrf: randomToken(), expires: a.g.now().Add(a.sessionTTL)}
-	a.mu.Lock()
-	a.sessions[id] = s
-	a.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: r.TLS != nil || strings.HasPrefix(a.g.cfg.PageURL, "https://"), MaxAge: int(a.sessionTTL.Seconds())})
+	a.startSession(w, r, name, expires)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -281,7 +286,7 @@ func (a *admin) logout(w http.ResponseWriter, r *http.Request, s *pageSession) {
 		}
 	}
 	a.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.secure(r), MaxAge: -1})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

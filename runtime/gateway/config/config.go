@@ -120,6 +120,12 @@ type Config struct {
 	Approvals    *approval.Config
 	AdminAddress string
 	Admin        approval.AdminOptions
+	// AdminOAuth configures approvers from an identity provider
+	// (approvals.admin.oauth), nil without one. The command makes
+	// Admin.OAuth from it (approval.NewAdminOAuth), which fetches the
+	// provider's keys.
+	AdminOAuth    *approval.AdminOAuthConfig
+	adminOAuthPos compiler.Position
 }
 
 // DecisionLogDiagnostic is the problem of a decision log from the

@@ -28,6 +28,7 @@ type approvalsFile struct {
 		Approvers map[string]struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"approvers"`
+		OAuth *adminOAuthFile `json:"oauth"`
 	} `json:"admin"`
 	WebhookSecretEnv         string         `json:"webhook_secret_env"`
 	ConsentWaitSeconds       int            `json:"consent_wait_seconds"`

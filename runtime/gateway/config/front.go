@@ -150,12 +150,13 @@ func (r *reader) approvals() {
 		c.Admin.ClientTokens = map[string]string{}
 	}
 	names := slices.Sorted(maps.Keys(ad.Approvers))
-	if len(names) == 0 {
+	if len(names) == 0 && ad.OAuth == nil {
 		// The listener would refuse to start, after the upstreams were
 		// connected: say it while reading, for --check too.
 		r.bad("approvals.admin.approvers", "no approver: the approvals page and the admin API admit approvers only, so no one could decide a held call",
-			`add an approver with the SHA-256 of its token, e.g. approvers: carol: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or remove admin`)
+			`add an approver with the SHA-256 of its token, e.g. approvers: carol: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or an identity provider (oauth), or remove admin`)
 	}
+	r.adminOAuth(ad.OAuth, ad.PublicURL)
 	for _, n := range names {
 		key := "approvals.admin.approvers." + n + ".token_sha256"
 		if len(ad.Approvers[n].TokenSHA256) == 0 {

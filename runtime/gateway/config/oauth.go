@@ -6,12 +6,14 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/gateway/identity"
 )
@@ -227,4 +229,107 @@ func groupNames(have map[string]bool) string {
 		return "none"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(have)), ", ")
+}
+
+// adminOAuthFile is approvals.admin.oauth as written.
+type adminOAuthFile struct {
+	Issuer           string   `json:"issuer"`
+	JWKSURL          string   `json:"jwks_url"`
+	Audience         string   `json:"audience"`
+	PrincipalClaim   string   `json:"principal_claim"`
+	GroupsClaim      string   `json:"groups_claim"`
+	ApproverGroups   []string `json:"approver_groups"`
+	ClockSkewSeconds *int     `json:"clock_skew_seconds"`
+	SignIn           *struct {
+		ClientID        string   `json:"client_id"`
+		ClientSecretEnv string   `json:"client_secret_env"`
+		Scopes          []string `json:"scopes"`
+	} `json:"sign_in"`
+}
+
+// adminOAuthKey is where approvers from an identity provider are
+// configured.
+const adminOAuthKey = "approvals.admin.oauth"
+
+// adminOAuth checks approvals.admin.oauth: the provider, the audience
+// (default the admin listener's public URL) and the approver groups, and
+// the page's sign-in client. What needs the network is left to
+// approval.NewAdminOAuth, which the command calls with c.AdminOAuth.
+func (r *reader) adminOAuth(o *adminOAuthFile, publicURL string) {
+	if o == nil {
+		return
+	}
+	key := adminOAuthKey
+	if err := checkServerURL(o.Issuer, false); err != nil {
+		r.bad(key+".issuer", fmt.Sprintf("%q %v", withoutUserinfo(o.Issuer), err),
+			"give the provider's issuer identifier exactly as its tokens' iss claim has it")
+	}
+	if o.JWKSURL != "" {
+		if err := checkServerURL(o.JWKSURL, false); err != nil {
+			r.bad(key+".jwks_url", fmt.Sprintf("%q %v", withoutUserinfo(o.JWKSURL), err),
+				"give the provider's JWKS URL, or leave jwks_url out to find it by OpenID discovery")
+		}
+	}
+	aud, audKey := o.Audience, key+".audience"
+	if aud == "" {
+		aud, audKey = publicURL, "approvals.admin.public_url"
+	}
+	switch {
+	case aud == "":
+		r.badShape(key, "has no audience: the admin side's tokens must name it, and neither audience nor approvals.admin.public_url is set",
+			`set audience: "https://approvals.example.com/" (the resource the provider issues the admin side's tokens for), or public_url`)
+	default:
+		if err := checkServerURL(aud, true); err != nil {
+			r.bad(audKey, fmt.Sprintf("%q %v", withoutUserinfo(aud), err), "give the admin listener's URL as approvers reach it: tokens must name it in aud")
+		} else if r.c.OAuth != nil && strings.TrimSuffix(aud, "/") == strings.TrimSuffix(r.c.OAuth.Resource, "/") {
+			// An agent's token for the MCP front would then be
+			// admitted by the admin side.
+			r.badShape(audKey, fmt.Sprintf("%q is also front.http.oauth.resource: an agent's access token would be an approver's", aud),
+				"give the admin side an audience of its own (its public_url, say), for which the provider issues approvers' tokens")
+		}
+	}
+	groupsClaim := o.GroupsClaim
+	if groupsClaim == "" {
+		groupsClaim = "groups"
+	}
+	groups := map[string]string{}
+	for _, g := range o.ApproverGroups {
+		if _, dup := groups[g]; dup {
+			r.bad(key+".approver_groups", fmt.Sprintf("group %q is listed twice", g), "list each group once")
+		}
+		groups[g] = approval.ApproverGroup
+	}
+	is := identity.Issuer{Name: "approvals", URL: o.Issuer, JWKSURL: o.JWKSURL, PrincipalClaim: o.PrincipalClaim,
+		GroupsClaim: groupsClaim, Groups: groups, GroupsOptional: true}
+	cfg := &approval.AdminOAuthConfig{Identity: identity.Config{Resource: aud, Issuers: []identity.Issuer{is}},
+		ApproverGroups: slices.Clone(o.ApproverGroups), GroupsClaim: groupsClaim}
+	if o.ClockSkewSeconds != nil {
+		cfg.Identity.Skew = time.Duration(*o.ClockSkewSeconds) * time.Second
+		if cfg.Identity.Skew == 0 {
+			cfg.Identity.Skew = -1 // none at all, not the default
+		}
+	}
+	if s := o.SignIn; s != nil {
+		sc := &approval.SignInConfig{ClientID: s.ClientID, Scopes: slices.Clone(s.Scopes)}
+		if s.ClientSecretEnv != "" && r.o.Use == ForGateway {
+			envWhere, envWhen := r.o.Use.environment()
+			secret, set := os.LookupEnv(s.ClientSecretEnv)
+			if !set || secret == "" {
+				r.bad(key+".sign_in.client_secret_env", fmt.Sprintf("%s must hold the page's client secret and is not set in %s", varName(s.ClientSecretEnv), envWhere),
+					envWhen+" with the secret the provider gave the approvals page's client, or leave client_secret_env out for a public client")
+			}
+			sc.ClientSecret = secret
+		}
+		cfg.SignIn = sc
+	}
+	r.c.AdminOAuth = cfg
+	r.c.adminOAuthPos = r.ev.KeyPos(key)
+}
+
+// AdminOAuthDiagnostic is the problem of the admin side's identity
+// provider when its keys or discovery document could not be had at start.
+func (c *Config) AdminOAuthDiagnostic(err error) compiler.Diagnostic {
+	return compiler.Diagnostic{Pos: c.adminOAuthPos, Code: compiler.CodeGatewayConfig, Severity: compiler.Error, Path: adminOAuthKey,
+		Message:    adminOAuthKey + ": " + err.Error(),
+		Suggestion: "the gateway does not start without the keys of the approvers' identity provider: check that it is reachable from here, and its issuer (or jwks_url)"}
 }

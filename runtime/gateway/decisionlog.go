@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,12 +83,70 @@ type DecisionLog interface {
 	Log(r *Record) error
 }
 
-// BatchLog is a DecisionLog that can record several decisions at once. The
-// gateway uses it for a listing, whose every item is a decision: the
-// listing is answered only once LogAll has returned nil for all of them.
+// BatchLog is a DecisionLog that can record several decisions at once: a
+// listing's, when the log is not a ListingLog, in one call rather than one
+// per item. The listing is answered only once LogAll has returned nil for
+// all of them.
 type BatchLog interface {
 	DecisionLog
 	LogAll(rs []Record) error
+}
+
+// ListingLog is a DecisionLog that records a listing as one record of
+// counts (ListingRecord) rather than one record per item. The listing is
+// answered only once LogListing has returned nil.
+type ListingLog interface {
+	DecisionLog
+	LogListing(r *ListingRecord) error
+}
+
+// ListingRecord is one listing (tools/list, prompts/list, resources/list,
+// resources/templates/list), as the decision log keeps it: how many items
+// of each server each decision gave, and a digest of the names hidden.
+type ListingRecord struct {
+	Time time.Time
+	// Principal is who asked, as in Record.
+	Principal string
+	// Method is the listing's MCP method.
+	Method string
+	// Groups are the decisions by server, kind and op (OpList for the
+	// items listed or hidden, OpLink for the UI links of listed items
+	// kept or dropped), in the order the listing first made each.
+	Groups      []ListingGroup
+	TableDigest string
+	TableSerial uint64
+}
+
+// ListingGroup is the decisions of one listing about one server's items of
+// one kind and op.
+type ListingGroup struct {
+	Server string
+	Kind   table.Kind
+	Op     Op
+	// Counts are the decisions by effect (indexed by table.Effect).
+	Counts [3]int
+	// Hidden counts the items left out of the listing (or the links
+	// dropped); HiddenDigest is "sha256:" and the hex SHA-256 of their
+	// names, each as a JSON string followed by a newline, in the
+	// upstream's order (HiddenDigestOf). Empty when none is hidden.
+	Hidden       int
+	HiddenDigest string
+}
+
+// HiddenDigestOf is the ListingGroup.HiddenDigest of the names hidden, in
+// the order listed, for an auditor to check a catalogue against.
+func HiddenDigestOf(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	var b []byte
+	for _, n := range names {
+		b = appendString(b[:0], n)
+		b = append(b, '\n')
+		h.Write(b)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // JSONLog writes each record as one line of JSON, with one Write call per
@@ -139,6 +201,15 @@ func (l *JSONLog) LogAll(rs []Record) error {
 	return err
 }
 
+// LogListing writes the listing's record as one line.
+func (l *JSONLog) LogListing(r *ListingRecord) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = AppendListing(l.buf[:0], r)
+	_, err := l.w.Write(l.buf)
+	return err
+}
+
 // maxKeptBuffer is the largest line buffer a JSONLog keeps between writes:
 // enough for the lines of a listing of a few thousand items.
 const maxKeptBuffer = 1 << 20
@@ -178,6 +249,75 @@ func AppendRecord(b []byte, r *Record) []byte {
 	b = append(b, `,"table_serial":`...)
 	b = strconv.AppendUint(b, r.TableSerial, 10)
 	return append(b, "}\n"...)
+}
+
+// AppendListing appends the JSON line of a listing's record, newline
+// included, to b:
+//
+//	{"time":"…","principal":"alice","op":"list","method":"tools/list",
+//	 "allow":12,"approve":1,"deny":89987,"hidden":89987,
+//	 "servers":[{"server":"github","kind":"tool","op":"list","allow":12,"approve":1,
+//	   "deny":89987,"hidden":89987,"hidden_digest":"sha256:…"},
+//	  {"server":"github","kind":"resource","op":"link","allow":1,"approve":0,"deny":1,
+//	   "hidden":1,"hidden_digest":"sha256:…"}],
+//	 "table_digest":"sha256:…","table_serial":42}
+//
+// The counts at the top add up the groups of op "list": the items listed
+// and hidden.
+func AppendListing(b []byte, r *ListingRecord) []byte {
+	var total [3]int
+	hidden := 0
+	for i := range r.Groups {
+		if g := &r.Groups[i]; g.Op == OpList {
+			for e := range total {
+				total[e] += g.Counts[e]
+			}
+			hidden += g.Hidden
+		}
+	}
+	b = append(b, `{"time":"`...)
+	b = r.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","principal":`...)
+	b = appendPrincipal(b, r.Principal)
+	b = append(b, `,"op":"list","method":`...)
+	b = appendString(b, r.Method)
+	b = appendCounts(b, total, hidden)
+	b = append(b, `,"servers":[`...)
+	for i := range r.Groups {
+		g := &r.Groups[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"server":`...)
+		b = appendString(b, g.Server)
+		b = append(b, `,"kind":"`...)
+		b = append(b, g.Kind.String()...)
+		b = append(b, `","op":"`...)
+		b = append(b, g.Op.String()...)
+		b = append(b, '"')
+		b = appendCounts(b, g.Counts, g.Hidden)
+		if g.HiddenDigest != "" {
+			b = append(b, `,"hidden_digest":`...)
+			b = appendString(b, g.HiddenDigest)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"table_digest":`...)
+	b = appendString(b, r.TableDigest)
+	b = append(b, `,"table_serial":`...)
+	b = strconv.AppendUint(b, r.TableSerial, 10)
+	return append(b, "}\n"...)
+}
+
+func appendCounts(b []byte, counts [3]int, hidden int) []byte {
+	for _, e := range [...]table.Effect{table.Allow, table.Approve, table.Deny} {
+		b = append(b, `,"`...)
+		b = append(b, e.String()...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(counts[e]), 10)
+	}
+	b = append(b, `,"hidden":`...)
+	return strconv.AppendInt(b, int64(hidden), 10)
 }
 
 // appendPrincipal appends the principal's name as a JSON string and, for
@@ -260,4 +400,71 @@ func appendString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(b, '"')
+}
+
+// LogFile is a decision log file, appended to, that Reopen opens again by
+// its path: once the file has been renamed (rotated), the lines after
+// Reopen go to a new file of that name. Every Write goes wholly to the old
+// file or wholly to the new one, so no line is lost or split by a
+// rotation.
+type LogFile struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+// OpenLogFile opens path for appending, creating it (mode 0600) if needed.
+func OpenLogFile(path string) (*LogFile, error) {
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	return &LogFile{path: path, f: f}, nil
+}
+
+func openAppend(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+}
+
+// Path is the file's path.
+func (l *LogFile) Path() string { return l.path }
+
+// Write appends p to the file.
+func (l *LogFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return 0, fmt.Errorf("decision log %s is closed", l.path)
+	}
+	return l.f.Write(p)
+}
+
+// Reopen opens the file's path anew and writes there from now on, closing
+// the file written so far. When the path cannot be opened, the file
+// written so far stays in use and the error says why.
+func (l *LogFile) Reopen() error {
+	f, err := openAppend(l.path)
+	if err != nil {
+		return fmt.Errorf("reopen the decision log: %w; lines still go to the file open before", err)
+	}
+	l.mu.Lock()
+	old := l.f
+	l.f = f
+	l.mu.Unlock()
+	if old != nil {
+		return old.Close()
+	}
+	return nil
+}
+
+// Close closes the file; a Write after it fails.
+func (l *LogFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -145,93 +147,146 @@ func (w *writeCounter) all() []string {
 	return slices.Clone(w.writes)
 }
 
-// A listing's decisions, one per listed item and one per UI link, reach the
-// JSON log in one Write, and each listed item has its record; when that
+// listingLine is a listing's line in the decision log, decoded.
+type listingLine struct {
+	Principal, Op, Method string
+	Allow, Approve, Deny  int
+	Hidden                int
+	Servers               []struct {
+		Server, Kind, Op     string
+		Allow, Approve, Deny int
+		Hidden               int
+		HiddenDigest         string `json:"hidden_digest"`
+	}
+	TableDigest string  `json:"table_digest"`
+	TableSerial float64 `json:"table_serial"`
+}
+
+// A listing is one line in the JSON log, written in one Write: its counts
+// by decision for each server, kind and op are those of the decisions a
+// log of single records receives for the same listing, and the digest of
+// what it hid is that of the names those decisions left out; when that
 // Write fails, nothing is listed.
-func TestListingLogsInOneWrite(t *testing.T) {
+func TestListingLogsOneLine(t *testing.T) {
 	w := &writeCounter{}
 	tg := startGateway(t, func(c *Config) { c.Log = NewJSONLog(w) })
+	single := startGateway(t, nil) // the same, with a memLog: a record per item
 	cs := tg.client(t, "alice", legacyVersion, nil)
+	cs1 := single.client(t, "alice", legacyVersion, nil)
 	type lister struct {
 		method string
-		list   func() ([]string, error)
+		list   func(cs *mcp.ClientSession) ([]string, error)
 	}
 	ctx := context.Background()
 	listers := []lister{
-		{"tools/list", func() ([]string, error) {
+		{"tools/list", func(cs *mcp.ClientSession) ([]string, error) {
 			res, err := cs.ListTools(ctx, nil)
 			return namesOf(res, err, func(r *mcp.ListToolsResult) []*mcp.Tool { return r.Tools }, func(x *mcp.Tool) string { return x.Name })
 		}},
-		{"prompts/list", func() ([]string, error) {
+		{"prompts/list", func(cs *mcp.ClientSession) ([]string, error) {
 			res, err := cs.ListPrompts(ctx, nil)
 			return namesOf(res, err, func(r *mcp.ListPromptsResult) []*mcp.Prompt { return r.Prompts }, func(x *mcp.Prompt) string { return x.Name })
 		}},
-		{"resources/list", func() ([]string, error) {
+		{"resources/list", func(cs *mcp.ClientSession) ([]string, error) {
 			res, err := cs.ListResources(ctx, nil)
 			return namesOf(res, err, func(r *mcp.ListResourcesResult) []*mcp.Resource { return r.Resources }, func(x *mcp.Resource) string { return x.URI })
 		}},
-		{"resources/templates/list", func() ([]string, error) {
+		{"resources/templates/list", func(cs *mcp.ClientSession) ([]string, error) {
 			res, err := cs.ListResourceTemplates(ctx, nil)
 			return namesOf(res, err, func(r *mcp.ListResourceTemplatesResult) []*mcp.ResourceTemplate { return r.ResourceTemplates },
 				func(x *mcp.ResourceTemplate) string { return x.URITemplate })
 		}},
 	}
-	// What each listing must record besides its listed items: hidden items
-	// (op "list", deny) and the UI links of listed tools (op "link").
-	wantRecords := map[string][]string{
-		"tools/list":               {"list github__delete_repo deny", "link ui://github/app.html allow", "link ui://github/secret.html deny"},
-		"prompts/list":             {"list github__secret_prompt deny"},
-		"resources/list":           {"list file:///srv/projects/app/.env deny"},
-		"resources/templates/list": {"list internal://{id} deny"},
+	// Groups that must hide something: the test policy denies them.
+	mustHide := map[string][]string{
+		"tools/list":               {"github tool list", "github resource link"},
+		"prompts/list":             {"github prompt list"},
+		"resources/list":           {"github resource list"},
+		"resources/templates/list": {"github resource list"},
 	}
 	for _, l := range listers {
 		before := len(w.all())
-		names, err := l.list()
+		names, err := l.list(cs)
 		if err != nil {
 			t.Fatalf("%s: %v", l.method, err)
 		}
 		writes := w.all()[before:]
-		if len(writes) != 1 {
-			t.Fatalf("%s: %d Writes to the decision log, want 1", l.method, len(writes))
+		if len(writes) != 1 || strings.Count(writes[0], "\n") != 1 {
+			t.Fatalf("%s: %d Writes to the decision log (%q), want 1 of one line", l.method, len(writes), writes)
 		}
-		var records []string // "op name decision", with tools and prompts namespaced
-		decided := map[string]string{}
-		var serial float64 = -1
-		for _, line := range strings.Split(strings.TrimSuffix(writes[0], "\n"), "\n") {
-			var r struct {
-				Principal, Server, Kind, Name, Op, Decision string
-				TableSerial                                 float64 `json:"table_serial"`
+		var line listingLine
+		if err := json.Unmarshal([]byte(writes[0]), &line); err != nil {
+			t.Fatalf("%s: line %q: %v", l.method, writes[0], err)
+		}
+		if line.Principal != "alice" || line.Op != "list" || line.Method != l.method || line.TableSerial != 1 || !strings.HasPrefix(line.TableDigest, "sha256:") {
+			t.Errorf("%s: line %s", l.method, writes[0])
+		}
+		if shown := line.Allow + line.Approve + line.Deny - line.Hidden; shown != len(names) || len(names) == 0 {
+			t.Errorf("%s: %d listed, the line counts %d shown: %s", l.method, len(names), shown, writes[0])
+		}
+
+		// The same listing, recorded item by item.
+		n0 := len(single.log.all())
+		names1, err := l.list(cs1)
+		if err != nil || !slices.Equal(names, names1) {
+			t.Fatalf("%s: the two gateways list %q and %q (%v)", l.method, names, names1, err)
+		}
+		listed := map[string]bool{}
+		for _, n := range names1 {
+			listed[n] = true
+		}
+		type group struct {
+			counts [3]int
+			hidden []string
+		}
+		want := map[string]*group{}
+		var order []string
+		for _, r := range single.log.all()[n0:] {
+			key := r.Server + " " + r.Kind.String() + " " + r.Op.String()
+			g := want[key]
+			if g == nil {
+				g = &group{}
+				want[key] = g
+				order = append(order, key)
 			}
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatalf("%s: line %q: %v", l.method, line, err)
+			g.counts[r.Decision.Effect]++
+			shown := false
+			switch r.Op {
+			case OpList:
+				name := r.Name
+				if r.Kind != table.Resource {
+					name = Join(r.Server, r.Name)
+				}
+				shown = listed[name]
+			case OpLink:
+				shown = r.Decision.Effect == table.Allow && !r.Decision.Consent
 			}
-			if r.Principal != "alice" {
-				t.Errorf("%s: a record for principal %q", l.method, r.Principal)
-			}
-			if serial >= 0 && r.TableSerial != serial {
-				t.Errorf("%s: records from tables %v and %v in one listing", l.method, serial, r.TableSerial)
-			}
-			serial = r.TableSerial
-			name := r.Name
-			if r.Kind != "resource" {
-				name = Join(r.Server, r.Name)
-			}
-			records = append(records, r.Op+" "+name+" "+r.Decision)
-			if r.Op == "list" {
-				decided[name] = r.Decision
+			if !shown {
+				g.hidden = append(g.hidden, r.Name)
 			}
 		}
-		if len(names) == 0 {
-			t.Errorf("%s: nothing listed; the test policy shows something of every kind", l.method)
-		}
-		for _, name := range names {
-			if d := decided[name]; d != "allow" && d != "approve" {
-				t.Errorf("%s: %s listed, but its record says %q", l.method, name, d)
+		var got []string
+		for _, s := range line.Servers {
+			key := s.Server + " " + s.Kind + " " + s.Op
+			got = append(got, key)
+			g := want[key]
+			if g == nil {
+				t.Errorf("%s: group %s has no decisions item by item", l.method, key)
+				continue
+			}
+			if c := [3]int{s.Deny, s.Approve, s.Allow}; c != g.counts {
+				t.Errorf("%s: %s counts deny/approve/allow %v, item by item %v", l.method, key, c, g.counts)
+			}
+			if s.Hidden != len(g.hidden) || s.HiddenDigest != HiddenDigestOf(g.hidden) {
+				t.Errorf("%s: %s hides %d (%s), item by item %d %q (%s)", l.method, key, s.Hidden, s.HiddenDigest, len(g.hidden), g.hidden, HiddenDigestOf(g.hidden))
 			}
 		}
-		for _, want := range wantRecords[l.method] {
-			if !slices.Contains(records, want) {
-				t.Errorf("%s: no record %q among %q", l.method, want, records)
+		if !slices.Equal(got, order) {
+			t.Errorf("%s: groups %q, item by item %q", l.method, got, order)
+		}
+		for _, key := range mustHide[l.method] {
+			if g := want[key]; g == nil || len(g.hidden) == 0 {
+				t.Errorf("%s: %s hides nothing; the test policy denies some of it", l.method, key)
 			}
 		}
 	}
@@ -239,8 +294,35 @@ func TestListingLogsInOneWrite(t *testing.T) {
 	w.fail = errors.New("disk full")
 	w.mu.Unlock()
 	for _, l := range listers {
-		if names, err := l.list(); err == nil || !strings.Contains(err.Error(), "decision log cannot be written") {
+		if names, err := l.list(cs); err == nil || !strings.Contains(err.Error(), "decision log cannot be written") {
 			t.Errorf("%s with a failing decision log: %v, %d items", l.method, err, len(names))
 		}
+	}
+}
+
+func TestAppendListing(t *testing.T) {
+	r := &ListingRecord{
+		Time: time.Date(2026, 5, 1, 12, 0, 0, 1, time.UTC), Principal: "alice", Method: "tools/list",
+		Groups: []ListingGroup{
+			{Server: "github", Kind: table.Tool, Op: OpList, Counts: [3]int{2, 1, 3}, Hidden: 2, HiddenDigest: HiddenDigestOf([]string{"a", "b"})},
+			{Server: "github", Kind: table.Resource, Op: OpLink, Counts: [3]int{1, 0, 0}, Hidden: 1, HiddenDigest: "sha256:x"},
+			{Server: "linear", Kind: table.Tool, Op: OpList, Counts: [3]int{0, 0, 4}},
+		},
+		TableDigest: "sha256:ab", TableSerial: 42,
+	}
+	want := `{"time":"2026-05-01T12:00:00.000000001Z","principal":"alice","op":"list","method":"tools/list","allow":7,"approve":1,"deny":2,"hidden":2,` +
+		`"servers":[{"server":"github","kind":"tool","op":"list","allow":3,"approve":1,"deny":2,"hidden":2,"hidden_digest":"` + HiddenDigestOf([]string{"a", "b"}) + `"},` +
+		`{"server":"github","kind":"resource","op":"link","allow":0,"approve":0,"deny":1,"hidden":1,"hidden_digest":"sha256:x"},` +
+		`{"server":"linear","kind":"tool","op":"list","allow":4,"approve":0,"deny":0,"hidden":0}],"table_digest":"sha256:ab","table_serial":42}` + "\n"
+	if got := string(AppendListing(nil, r)); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// The digest is of the names as JSON strings, a line each.
+	sum := sha256.Sum256([]byte("\"a\"\n\"b\\n\"\n"))
+	if got, want := HiddenDigestOf([]string{"a", "b\n"}), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("HiddenDigestOf = %s, want %s", got, want)
+	}
+	if HiddenDigestOf(nil) != "" {
+		t.Error("the digest of nothing hidden is not empty")
 	}
 }

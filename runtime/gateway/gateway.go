@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/policyc/policyc/internal/procexit"
 	"github.com/policyc/policyc/runtime/decide"
@@ -101,6 +102,14 @@ type Config struct {
 	// Now is the gateway's clock: the time of decision records, and when
 	// the serving table has expired. nil means time.Now.
 	Now func() time.Time
+	// Metrics, when set, count the gateway's decisions, calls, upstreams,
+	// holds, reloads and sessions (NewMetrics); one Metrics per gateway.
+	Metrics *Metrics
+	// Tracer, when set, traces every MCP request a client sends with a
+	// span (the child of the W3C trace context in the request's _meta),
+	// and every request forwarded to an upstream, whose _meta carries the
+	// trace context on.
+	Tracer trace.TracerProvider
 }
 
 // Upstream is one server behind the gateway: exactly one of Command, URL
@@ -143,6 +152,10 @@ type Gateway struct {
 	// stream could carry, which sdkLogger leaves out.
 	undeliverable atomic.Int64
 	now           func() time.Time
+	// obs and tracer are Config.Metrics and Config.Tracer's tracer; nil
+	// when off.
+	obs    *Metrics
+	tracer trace.Tracer
 
 	table    atomic.Pointer[decide.Table]
 	reloadMu sync.Mutex
@@ -181,7 +194,17 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.attach(g); err != nil {
+			return nil, err
+		}
+		g.obs = cfg.Metrics
+	}
+	if cfg.Tracer != nil {
+		g.tracer = cfg.Tracer.Tracer(tracerName)
+	}
 	g.table.Store(t)
+	g.obs.serving(g.now())
 	g.reloadMu.Lock()
 	g.watchExpiry(t)
 	g.reloadMu.Unlock()
@@ -400,14 +423,18 @@ func (g *Gateway) Reload() error {
 		err = g.replaces(t, cur)
 	}
 	if err != nil {
+		g.obs.reloaded("refused")
 		g.logger.Error("reload refused; the previous table keeps serving", "error", err.Error(), "table_serial", cur.Serial(), "table_digest", cur.Digest())
 		return fmt.Errorf("reload refused, table serial %d (%s) keeps serving: %w", cur.Serial(), cur.Digest(), err)
 	}
 	if t.Digest() == cur.Digest() {
+		g.obs.reloaded("unchanged")
 		g.logger.Info("reload: the table is unchanged", "table_serial", cur.Serial(), "table_digest", cur.Digest())
 		return nil
 	}
 	g.table.Store(t)
+	g.obs.serving(g.now())
+	g.obs.reloaded("loaded")
 	g.watchExpiry(t)
 	g.logger.Info("table reloaded", "table_serial", t.Serial(), "table_digest", t.Digest(), "previous_serial", cur.Serial())
 	g.listsChanged(listAll)
@@ -563,6 +590,9 @@ func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 		},
 	})
 	s.AddReceivingMiddleware(g.middleware(principal))
+	if g.tracer != nil {
+		s.AddReceivingMiddleware(g.traceMiddleware) // outermost: added last
+	}
 	g.servers[principal] = s
 	return s, true
 }

@@ -294,6 +294,7 @@ func (a *authenticator) verify(ctx context.Context, token string, r *http.Reques
 func (a *authenticator) refused(r *http.Request, reason, issuer, subject, detail string) {
 	src := authlimit.Source(r)
 	a.limit.Failed(src)
+	a.g.obs.tokenRefused(reason)
 	attrs := []any{"reason", reason, "source", src}
 	if issuer != "" {
 		attrs = append(attrs, "issuer", issuer)

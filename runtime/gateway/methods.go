@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"maps"
 	"reflect"
 	"strings"
@@ -43,19 +46,19 @@ func (g *Gateway) middleware(principal string) mcp.Middleware {
 			}
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return g.listTools(principal, r)
+				return g.listTools(ctx, principal, r)
 			case *mcp.CallToolRequest:
 				res, err := g.callTool(ctx, principal, r)
 				return completed(r.Session, &completeCall, res, err)
 			case *mcp.ListPromptsRequest:
-				return g.listPrompts(principal, r)
+				return g.listPrompts(ctx, principal, r)
 			case *mcp.GetPromptRequest:
 				res, err := g.getPrompt(ctx, principal, r)
 				return completed(r.Session, &completePrompt, res, err)
 			case *mcp.ListResourcesRequest:
-				return g.listResources(principal, r)
+				return g.listResources(ctx, principal, r)
 			case *mcp.ListResourceTemplatesRequest:
-				return g.listTemplates(principal, r)
+				return g.listTemplates(ctx, principal, r)
 			case *mcp.ReadResourceRequest:
 				res, err := g.readResource(ctx, principal, r)
 				return completed(r.Session, &completeRead, res, err)
@@ -200,8 +203,13 @@ func (g *Gateway) logDecision(t *decide.Table, now time.Time, principal, server 
 		err = g.cfg.Log.Log(&r)
 	}
 	if err != nil {
+		g.obs.logWritten(err)
 		g.logger.Error("decision log write failed", "error", err.Error())
 		return decide.Decision{Effect: table.Deny}, errLogFailed
+	}
+	if g.obs != nil {
+		g.obs.logWritten(nil)
+		g.obs.decided(server, kind, op, d.Effect, 1)
 	}
 	return d, nil
 }
@@ -214,14 +222,23 @@ func record(t *decide.Table, now time.Time, principal, server string, kind table
 }
 
 // listing decides the items of one listing for one principal against one
-// table, and keeps the records, to be logged together once every item is
-// decided: a listing of n items costs one write to the log, not n.
+// table, and counts the decisions by server, kind and op, to be logged
+// together once every item is decided: a listing of n items costs one
+// write to the log, not n. Its record is one line of counts (a ListingLog),
+// or, for a log that records only decisions one by one, the records of
+// every item.
 type listing struct {
 	g         *Gateway
+	ctx       context.Context
 	t         *decide.Table
 	now       time.Time
 	principal string
-	recs      []Record
+	method    string
+	// summary is set when the log is a ListingLog: no record is kept per
+	// item, and the names hidden are hashed instead.
+	summary bool
+	recs    []Record
+	groups  []listGroup
 	// links holds the link decisions made, by server and URI.
 	links map[string]bool
 	// dry is set for a listing no client asked for (to see whether a
@@ -231,8 +248,46 @@ type listing struct {
 	held bool
 }
 
-func (g *Gateway) listing(principal string) *listing {
-	return &listing{g: g, t: g.table.Load(), now: g.now(), principal: principal}
+// listGroup counts a listing's decisions about one server's items of one
+// kind and op, and hashes the names it hides.
+type listGroup struct {
+	ListingGroup
+	hash hash.Hash
+	buf  []byte
+}
+
+func (g *Gateway) listing(ctx context.Context, principal, method string) *listing {
+	_, summary := g.cfg.Log.(ListingLog)
+	return &listing{g: g, ctx: ctx, t: g.table.Load(), now: g.now(), principal: principal, method: method, summary: summary}
+}
+
+// group returns the group of (server, kind, op), adding it when new.
+func (l *listing) group(server string, kind table.Kind, op Op) *listGroup {
+	for i := len(l.groups) - 1; i >= 0; i-- {
+		if g := &l.groups[i]; g.Server == server && g.Kind == kind && g.Op == op {
+			return g
+		}
+	}
+	l.groups = append(l.groups, listGroup{ListingGroup: ListingGroup{Server: server, Kind: kind, Op: op}})
+	return &l.groups[len(l.groups)-1]
+}
+
+// hide records that the item (server, kind, name) decided by op is left
+// out of the listing (a link, dropped).
+func (l *listing) hide(server string, kind table.Kind, op Op, name string) {
+	if l.dry {
+		return
+	}
+	g := l.group(server, kind, op)
+	g.Hidden++
+	if !l.summary {
+		return
+	}
+	if g.hash == nil {
+		g.hash = sha256.New()
+	}
+	g.buf = append(appendString(g.buf[:0], name), '\n')
+	g.hash.Write(g.buf)
 }
 
 // decide decides one item; the decision takes effect only if log succeeds.
@@ -243,7 +298,10 @@ func (l *listing) decide(server string, kind table.Kind, name string, op Op) dec
 		l.held = true
 	}
 	if !l.dry {
-		l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
+		l.group(server, kind, op).Counts[d.Effect]++
+		if !l.summary {
+			l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
+		}
 	}
 	return d
 }
@@ -255,18 +313,44 @@ func (l *listing) log() error {
 		return nil
 	}
 	var err error
-	if bl, ok := l.g.cfg.Log.(BatchLog); ok {
-		err = bl.LogAll(l.recs)
-	} else {
+	switch lg := l.g.cfg.Log.(type) {
+	case ListingLog:
+		r := ListingRecord{Time: l.now, Principal: l.principal, Method: l.method, Groups: make([]ListingGroup, len(l.groups)),
+			TableDigest: l.t.Digest(), TableSerial: l.t.Serial()}
+		for i := range l.groups {
+			g := &l.groups[i]
+			r.Groups[i] = g.ListingGroup
+			if g.hash != nil {
+				r.Groups[i].HiddenDigest = "sha256:" + hex.EncodeToString(g.hash.Sum(nil))
+			}
+		}
+		err = lg.LogListing(&r)
+	case BatchLog:
+		err = lg.LogAll(l.recs)
+	default:
 		for i := range l.recs {
-			if err = l.g.cfg.Log.Log(&l.recs[i]); err != nil {
+			if err = lg.Log(&l.recs[i]); err != nil {
 				break
 			}
 		}
 	}
+	l.g.obs.logWritten(err)
 	if err != nil {
 		l.g.logger.Error("decision log write failed", "error", err.Error())
 		return errLogFailed
+	}
+	var total [3]int
+	for i := range l.groups {
+		g := &l.groups[i]
+		for e, n := range g.Counts {
+			l.g.obs.decided(g.Server, g.Kind, g.Op, table.Effect(e), n)
+			if g.Op == OpList {
+				total[e] += n
+			}
+		}
+	}
+	if l.ctx != nil {
+		traceListing(l.ctx, l.t, total)
 	}
 	return nil
 }
@@ -283,13 +367,13 @@ func noCursor(cursor string) error {
 // they are filtered per principal, so no shared cache may keep them.
 var private = mcp.Cacheable{CacheScope: "private"}
 
-func (g *Gateway) listTools(principal string, r *mcp.ListToolsRequest) (mcp.Result, error) {
+func (g *Gateway) listTools(ctx context.Context, principal string, r *mcp.ListToolsRequest) (mcp.Result, error) {
 	if r.Params != nil {
 		if err := noCursor(r.Params.Cursor); err != nil {
 			return nil, err
 		}
 	}
-	tools, err := g.tools(g.listing(principal))
+	tools, err := g.tools(g.listing(ctx, principal, methodListTools))
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +416,8 @@ func listNamed[T any](ls *listing, kind table.Kind, least table.Effect,
 			continue
 		}
 		for _, it := range items(st.cat) {
-			if ls.decide(u.name, kind, name(it), OpList).Effect < least {
+			if n := name(it); ls.decide(u.name, kind, n, OpList).Effect < least {
+				ls.hide(u.name, kind, OpList, n)
 				continue
 			}
 			out = append(out, copyAs(u, it))
@@ -437,6 +522,9 @@ func (ls *listing) linkReadable(server string, link any) bool {
 	}
 	d := ls.decide(server, table.Resource, uri, OpLink)
 	readable := d.Effect == table.Allow && (!d.Consent || ls.g.cfg.Consent != nil)
+	if !readable {
+		ls.hide(server, table.Resource, OpLink, uri)
+	}
 	if ls.links == nil {
 		ls.links = map[string]bool{}
 	}
@@ -465,11 +553,11 @@ func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) 
 	}
 	u := g.byName[server]
 	if d.Effect == table.Deny || u == nil {
-		return authorizedCall{}, absent(methodCallTool, name)
+		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	st := u.snapshot()
 	if st.cat == nil || st.cat.toolIdx[tool] == nil {
-		return authorizedCall{}, absent(methodCallTool, name)
+		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	return authorizedCall{u: u, st: st, tool: tool, decision: d, table: t}, nil
 }
@@ -483,6 +571,10 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 		return g.callWaitTool(ctx, principal, r, args)
 	}
 	a, err := g.authorizeCall(principal, r.Params.Name)
+	if g.tracer != nil && a.table != nil {
+		server, _ := splitAsked(r.Params.Name)
+		traceDecision(ctx, a.table, server, table.Tool, a.tool, a.decision)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -499,9 +591,15 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, a.u)
 	defer done()
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	sctx, meta, endSpan := g.upstreamSpan(ctx, methodCallTool, a.u.name, a.tool, meta)
+	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
 	defer cancel()
+	start := time.Now()
 	res, err := a.st.session.CallTool(cctx, &mcp.CallToolParams{Name: a.tool, Arguments: args, Meta: meta})
+	endSpan(err)
+	if g.obs != nil {
+		g.obs.called(a.u.name, time.Since(start), callResult(res, err))
+	}
 	if err != nil {
 		if we, ok := upstreamAnswer(err); ok {
 			return nil, we // the upstream's own answer about an allowed tool
@@ -513,6 +611,22 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 		res.Content = []mcp.Content{}
 	}
 	return res, nil
+}
+
+// callResult is the result label of a forwarded call's metrics: "ok",
+// "error" for the tool's execution error or the upstream's JSON-RPC error,
+// "failed" when the upstream gave no answer.
+func callResult(res *mcp.CallToolResult, err error) string {
+	if err != nil {
+		if _, ok := upstreamAnswer(err); ok {
+			return "error"
+		}
+		return "failed"
+	}
+	if res.IsError {
+		return "error"
+	}
+	return "ok"
 }
 
 // objectArguments checks that tools/call arguments are a JSON object (or
@@ -606,6 +720,8 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			defer remove()
 		}
 		defer g.held.watchPost(r, func() { clientGone.Store(true); cancel() })()
+		held := g.obs.holding()
+		defer func() { held(verdict) }()
 		v, err = g.cfg.Approvals.Hold(hctx, req)
 		switch {
 		case sessionEnded.Load():
@@ -647,6 +763,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 	}
 	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: table.Tool, Name: a.tool, Op: OpApproval,
 		Decision: d, Verdict: verdict, Request: v.RequestID, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
+		g.obs.logWritten(lerr)
 		g.logger.Error("decision log write failed", "error", lerr.Error())
 		return nil, nil, errLogFailed
 	}
@@ -771,13 +888,13 @@ func stripMeta(m mcp.Meta) mcp.Meta {
 	return m
 }
 
-func (g *Gateway) listPrompts(principal string, r *mcp.ListPromptsRequest) (mcp.Result, error) {
+func (g *Gateway) listPrompts(ctx context.Context, principal string, r *mcp.ListPromptsRequest) (mcp.Result, error) {
 	if r.Params != nil {
 		if err := noCursor(r.Params.Cursor); err != nil {
 			return nil, err
 		}
 	}
-	prompts, err := g.prompts(g.listing(principal))
+	prompts, err := g.prompts(g.listing(ctx, principal, methodListPrompts))
 	if err != nil {
 		return nil, err
 	}
@@ -802,6 +919,9 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	server, prompt := splitAsked(name)
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, table.Prompt, prompt, OpGet)
+	if g.tracer != nil {
+		traceDecision(ctx, t, server, table.Prompt, prompt, d)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -818,9 +938,11 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	sctx, meta, endSpan := g.upstreamSpan(ctx, methodGetPrompt, u.name, prompt, meta)
+	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.GetPrompt(cctx, &mcp.GetPromptParams{Name: prompt, Arguments: r.Params.Arguments, Meta: meta})
+	endSpan(err)
 	if err != nil {
 		if we, ok := upstreamAnswer(err); ok {
 			return nil, we
@@ -849,13 +971,13 @@ func (g *Gateway) route(uri string) (*upstream, *upState) {
 	return nil, nil
 }
 
-func (g *Gateway) listResources(principal string, r *mcp.ListResourcesRequest) (mcp.Result, error) {
+func (g *Gateway) listResources(ctx context.Context, principal string, r *mcp.ListResourcesRequest) (mcp.Result, error) {
 	if r.Params != nil {
 		if err := noCursor(r.Params.Cursor); err != nil {
 			return nil, err
 		}
 	}
-	rs, err := g.resources(g.listing(principal))
+	rs, err := g.resources(g.listing(ctx, principal, methodListResources))
 	if err != nil {
 		return nil, err
 	}
@@ -877,13 +999,13 @@ func (g *Gateway) resources(ls *listing) ([]*mcp.Resource, error) {
 // URI template text as the resource name: the listing shows a template when
 // the table allows that text (a glob like "repo://acme/*" allows
 // "repo://acme/{name}"). A read is always decided on the concrete URI.
-func (g *Gateway) listTemplates(principal string, r *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
+func (g *Gateway) listTemplates(ctx context.Context, principal string, r *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
 	if r.Params != nil {
 		if err := noCursor(r.Params.Cursor); err != nil {
 			return nil, err
 		}
 	}
-	ts, err := g.templates(g.listing(principal))
+	ts, err := g.templates(g.listing(ctx, principal, methodListTemplates))
 	if err != nil {
 		return nil, err
 	}
@@ -925,6 +1047,7 @@ func listByURI[T any](ls *listing, items func(*catalogue) []T, uri func(T) strin
 			}
 			d := ls.decide(u.name, table.Resource, name, OpList)
 			if d.Effect != table.Allow || d.Consent && g.cfg.Consent == nil {
+				ls.hide(u.name, table.Resource, OpList, name)
 				continue
 			}
 			out = append(out, copyAs(u.name, it))
@@ -945,6 +1068,9 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	}
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, table.Resource, uri, OpRead)
+	if g.tracer != nil {
+		traceDecision(ctx, t, server, table.Resource, uri, d)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -974,9 +1100,11 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
+	sctx, meta, endSpan := g.upstreamSpan(ctx, methodReadResource, u.name, uri, meta)
+	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri, Meta: meta})
+	endSpan(err)
 	if err != nil {
 		if we, ok := upstreamAnswer(err); ok {
 			if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeLegacyResourceNotFound {

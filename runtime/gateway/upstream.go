@@ -157,6 +157,7 @@ func (u *upstream) run(ctx context.Context) {
 			prev := u.snapshot()
 			u.state.Store(&upState{cat: prev.cat, down: err})
 			if ctx.Err() == nil {
+				u.g.obs.restarted(u.name)
 				u.g.logger.Warn("upstream unavailable", "upstream", u.name, "error", err.Error(), "retry_in", backoff.String())
 			}
 		} else {
@@ -196,6 +197,7 @@ func (u *upstream) run(ctx context.Context) {
 			if time.Since(up) >= backoffReset {
 				backoff = u.g.cfg.MinBackoff
 			}
+			u.g.obs.restarted(u.name)
 			u.g.logger.Warn("upstream down; restarting", "upstream", u.name, "reason", why, "retry_in", backoff.String())
 		}
 		select {

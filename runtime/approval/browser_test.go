@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/policyc/policyc/runtime/principal"
 )
 
 // chromium is where Debian's chromium package puts the browser.
@@ -121,5 +123,88 @@ func TestBrowserApprove(t *testing.T) {
 	got, _ := gate.Get(r.ID)
 	if got.Decision.By != "carol" || !strings.HasPrefix(got.Decision.From, "page ") || got.Ran != "ran" {
 		t.Fatalf("recorded decision %+v, ran %q", got.Decision, got.Ran)
+	}
+}
+
+// An approver signs in through the identity provider in a real browser
+// (the page's button, the provider's login form, the authorization code
+// with PKCE back to the page's callback), lands on the request's page and
+// approves it; the held call then completes, recorded with the
+// approver's issuer and subject. Signing out ends the session.
+func TestBrowserProviderSignIn(t *testing.T) {
+	ctx := browserContext(t)
+	p := startProvider(t)
+	gate, srv := signInServer(t, p, pageOnly)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
+		done <- out{res, err}
+	}()
+	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/approvals/"+r.ID)); err != nil {
+		t.Fatalf("open the request's link: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("sign-in-provider")))); err != nil {
+		t.Fatalf("click the provider's sign-in: %v", err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasPrefix(loc, p.Issuer+"/login?") {
+		t.Fatalf("after the sign-in button the browser is at %s (%v), want the provider's login form", loc, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("username")), chromedp.SendKeys(chromedp.ID("username"), "erin"),
+		chromedp.SendKeys(chromedp.ID("password"), "erin-password")); err != nil {
+		t.Fatalf("fill in the provider's login form: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("login")))); err != nil {
+		t.Fatalf("sign in at the provider: %v", err)
+	}
+	loc, err = chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != srv.URL+"/approvals/"+r.ID {
+		t.Fatalf("after signing in the page is %s (%v), want the request's", loc, err)
+	}
+	who, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("form.whoami strong")))
+	if err != nil || who != "erin@example.com" {
+		t.Fatalf("signed in as %q (%v)", who, err)
+	}
+	if n := p.Logins(); n != 1 {
+		t.Fatalf("the provider's login form signed in %d times", n)
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID(r.ID+"-once")))); err != nil {
+		t.Fatalf("click Approve once: %v", err)
+	}
+	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("dd.outcome")))
+	if err != nil || !strings.Contains(outcome, "approved once by erin@example.com") {
+		t.Fatalf("the page after the click says %q (%v)", outcome, err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil || o.res.IsError || !strings.Contains(resultText(o.res), "merge_pull_request ran with") {
+			t.Fatalf("the held call: %+v %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call did not complete after the click")
+	}
+	got, _ := gate.Get(r.ID)
+	if want := principal.Ref(principal.Parts{Name: "erin@example.com", Issuer: p.Issuer, Subject: "sub-erin"}); got.Decision.By != want || !strings.HasPrefix(got.Decision.From, "page ") {
+		t.Fatalf("recorded decision %+v, want by %q", got.Decision, want)
+	}
+
+	// Sign out: the page asks for a sign-in again.
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.CSS("form.whoami button")))); err != nil {
+		t.Fatalf("sign out: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/approvals")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("sign-in-provider"))); err != nil {
+		t.Fatalf("after signing out: %v", err)
 	}
 }

@@ -65,7 +65,10 @@ type Tool struct {
 	// encoded.
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
+	// OutputSchema is the tool's output JSON Schema, in canonical form as
+	// InputSchema is.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Title        string          `json:"title,omitempty"`
 }
 
 // Annotations are a tool's behaviour hints (MCP ToolAnnotations), as the
@@ -175,14 +178,19 @@ func Encode(s *Snapshot) ([]byte, error) {
 	s.Format = Format
 	s.normalize()
 	for i := range s.Tools {
-		if len(s.Tools[i].InputSchema) == 0 {
-			continue
+		for _, sc := range []struct {
+			which string
+			raw   *json.RawMessage
+		}{{"input", &s.Tools[i].InputSchema}, {"output", &s.Tools[i].OutputSchema}} {
+			if len(*sc.raw) == 0 {
+				continue
+			}
+			b, err := Canonicalize(*sc.raw)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q: %s schema: %w", s.Tools[i].Name, sc.which, err)
+			}
+			*sc.raw = b
 		}
-		b, err := Canonicalize(s.Tools[i].InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", s.Tools[i].Name, err)
-		}
-		s.Tools[i].InputSchema = b
 	}
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -570,6 +578,9 @@ func (s *Snapshot) Check() error {
 	for _, t := range s.Tools {
 		if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
 			add("tool %q: input schema is not valid JSON", t.Name)
+		}
+		if len(t.OutputSchema) > 0 && !json.Valid(t.OutputSchema) {
+			add("tool %q: output schema is not valid JSON", t.Name)
 		}
 	}
 	errs = append(errs, uniqueNames("prompts", "a prompt without a name", s.Prompts, func(p Prompt) string { return p.Name })...)

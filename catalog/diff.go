@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -29,6 +30,11 @@ type Change struct {
 // and length when long, so that a server cannot write lines of its own
 // into the output.
 func (c Change) String() string { return fmt.Sprintf("%s %s: %s", c.Kind, showName(c.Name), c.What) }
+
+// ShowName is a name from a server as a message shows it: itself, or
+// quoted when it is long, not UTF-8 or holds a character that is not
+// printable.
+func ShowName(s string) string { return showName(s) }
 
 func showName(s string) string {
 	if len(s) > clip.Max || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
@@ -93,15 +99,57 @@ func diffKind[T any](kind string, old, new []T, key func(T) string, what func(a,
 	return out
 }
 
-func diffTool(a, b Tool) []string {
+// DiffTool says what differs between two definitions of a tool, in the
+// words of Change.What; nil when their definition digests are equal (a
+// difference of key order, white space or number spelling in a schema is
+// none).
+func DiffTool(a, b Tool) []string {
+	if a.DefinitionDigest() == b.DefinitionDigest() {
+		return nil
+	}
 	var ws []string
+	ws = append(ws, diffText("name", a.Name, b.Name)...)
 	if a.InputSchemaDigest() != b.InputSchemaDigest() {
 		ws = append(ws, "input schema changed")
 	}
+	if !sameJSON(a.OutputSchema, b.OutputSchema) {
+		ws = append(ws, "output schema changed")
+	}
 	ws = append(ws, diffAnnotations(a.Annotations, b.Annotations)...)
 	ws = append(ws, diffText("title", a.Title, b.Title)...)
-	ws = append(ws, diffText("description", a.Description, b.Description)...)
+	ws = append(ws, diffDescription(a.Description, b.Description)...)
+	return orChanged(ws)
+}
+
+func diffTool(a, b Tool) []string { return DiffTool(a, b) }
+
+// sameJSON reports whether two JSON values (nil: none) are the same in
+// canonical form.
+func sameJSON(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	x, errA := CanonicalJSON(json.RawMessage(a))
+	y, errB := CanonicalJSON(json.RawMessage(b))
+	return errA == nil && errB == nil && bytes.Equal(x, y)
+}
+
+// orChanged is ws, or "definition changed" when the digests differ in a
+// way no word of ws names.
+func orChanged(ws []string) []string {
+	if len(ws) == 0 {
+		return []string{"definition changed"}
+	}
 	return ws
+}
+
+// diffDescription says how a description changed, with the text's
+// difference (TextDiff).
+func diffDescription(a, b string) []string {
+	if a == b {
+		return nil
+	}
+	return []string{"description changed: " + TextDiff(a, b)}
 }
 
 func diffAnnotations(a, b *Annotations) []string {
@@ -142,32 +190,49 @@ func diffText(field, a, b string) []string {
 	return []string{field + " changed"}
 }
 
-func diffPrompt(a, b Prompt) []string {
+// DiffPrompt is DiffTool for prompts.
+func DiffPrompt(a, b Prompt) []string {
+	if a.DefinitionDigest() == b.DefinitionDigest() {
+		return nil
+	}
 	var ws []string
+	ws = append(ws, diffText("name", a.Name, b.Name)...)
 	if !slices.Equal(a.Arguments, b.Arguments) {
 		ws = append(ws, "arguments changed")
 	}
 	ws = append(ws, diffText("title", a.Title, b.Title)...)
-	ws = append(ws, diffText("description", a.Description, b.Description)...)
-	return ws
+	ws = append(ws, diffDescription(a.Description, b.Description)...)
+	return orChanged(ws)
 }
 
-func diffResource(a, b Resource) []string {
+func diffPrompt(a, b Prompt) []string { return DiffPrompt(a, b) }
+
+// DiffResource is DiffTool for resources.
+func DiffResource(a, b Resource) []string {
+	if a.DefinitionDigest() == b.DefinitionDigest() {
+		return nil
+	}
 	var ws []string
+	ws = append(ws, diffText("uri", a.URI, b.URI)...)
 	ws = append(ws, diffText("name", a.Name, b.Name)...)
 	ws = append(ws, diffText("title", a.Title, b.Title)...)
-	ws = append(ws, diffText("description", a.Description, b.Description)...)
+	ws = append(ws, diffDescription(a.Description, b.Description)...)
 	ws = append(ws, diffText("mimeType", a.MIMEType, b.MIMEType)...)
-	return ws
+	return orChanged(ws)
 }
+
+func diffResource(a, b Resource) []string { return DiffResource(a, b) }
 
 func diffTemplate(a, b ResourceTemplate) []string {
+	if a.DefinitionDigest() == b.DefinitionDigest() {
+		return nil
+	}
 	var ws []string
 	ws = append(ws, diffText("name", a.Name, b.Name)...)
 	ws = append(ws, diffText("title", a.Title, b.Title)...)
-	ws = append(ws, diffText("description", a.Description, b.Description)...)
+	ws = append(ws, diffDescription(a.Description, b.Description)...)
 	ws = append(ws, diffText("mimeType", a.MIMEType, b.MIMEType)...)
-	return ws
+	return orChanged(ws)
 }
 
 // Equal reports whether two snapshots encode to the same bytes.

@@ -42,6 +42,17 @@ type Item struct {
 	// Tool is the catalogued tool (annotations, input schema) for a tool;
 	// nil for prompts and resources.
 	Tool *Tool
+	// def is the catalogued entry, whose digest DefinitionDigest is.
+	def interface{ DefinitionDigest() string }
+}
+
+// DefinitionDigest is the item's definition digest (see
+// Tool.DefinitionDigest); "" for an Item not yielded by Items.
+func (it Item) DefinitionDigest() string {
+	if it.def == nil {
+		return ""
+	}
+	return it.def.DefinitionDigest()
 }
 
 // ReadDir reads every snapshot of a catalogue directory (policy root
@@ -132,17 +143,17 @@ func (c *Catalog) Items() iter.Seq[Item] {
 func (s *Snapshot) Items() iter.Seq[Item] {
 	return func(yield func(Item) bool) {
 		for i := range s.Tools {
-			if !yield(Item{Server: s.Server, Kind: table.Tool.String(), Name: s.Tools[i].Name, Tool: &s.Tools[i]}) {
+			if !yield(Item{Server: s.Server, Kind: table.Tool.String(), Name: s.Tools[i].Name, Tool: &s.Tools[i], def: &s.Tools[i]}) {
 				return
 			}
 		}
-		for _, p := range s.Prompts {
-			if !yield(Item{Server: s.Server, Kind: table.Prompt.String(), Name: p.Name}) {
+		for i := range s.Prompts {
+			if !yield(Item{Server: s.Server, Kind: table.Prompt.String(), Name: s.Prompts[i].Name, def: &s.Prompts[i]}) {
 				return
 			}
 		}
-		for _, r := range s.Resources {
-			if !yield(Item{Server: s.Server, Kind: table.Resource.String(), Name: r.URI}) {
+		for i := range s.Resources {
+			if !yield(Item{Server: s.Server, Kind: table.Resource.String(), Name: s.Resources[i].URI, def: &s.Resources[i]}) {
 				return
 			}
 		}

@@ -228,6 +228,14 @@ func Compile(in Input) *Result {
 			return res
 		}
 		res.Table.Items = items
+		// A server with a snapshot is held to it unless the policy says
+		// otherwise.
+		for name, ts := range res.Table.Servers {
+			if _, ok := in.Catalog.Servers[name]; ok && ts.Pins == "" {
+				ts.Pins = table.PinsEnforce
+				res.Table.Servers[name] = ts
+			}
+		}
 	}
 	return res
 }

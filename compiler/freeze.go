@@ -53,6 +53,10 @@ func Freeze(p *Policy, src table.Source, serial uint64) *table.Table {
 			}
 			ts.UI = ui
 		}
+		if s.Pins != nil {
+			ts.Pins = s.Pins.Value
+		}
+		ts.Audit = s.Audit
 		t.Servers[name] = ts
 	}
 	for _, sc := range p.scopes() {
@@ -160,7 +164,7 @@ func FreezeItems(t *table.Table, cat *catalog.Catalog) ([]table.Item, error) {
 			return nil, fmt.Errorf("catalogue item %s %q: unknown kind %q", it.Server, it.Name, it.Kind)
 		}
 		d := rt.Decide("", it.Server, kind, it.Name)
-		ti := table.Item{Decision: d.Effect.String(), Kind: it.Kind, Name: it.Name, Origin: d.Origin, Server: it.Server}
+		ti := table.Item{Decision: d.Effect.String(), DefinitionDigest: it.DefinitionDigest(), Kind: it.Kind, Name: it.Name, Origin: d.Origin, Server: it.Server}
 		if it.Tool != nil {
 			ti.InputSchemaDigest = it.Tool.InputSchemaDigest()
 		}

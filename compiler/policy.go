@@ -50,6 +50,11 @@ type Server struct {
 	Pos    Position
 	Access map[string]*Access
 	UI     *UI
+	// Pins is the pins mode as written; nil when the policy sets none.
+	Pins *Setting
+	// Audit is set by audit: true; AuditPos is where.
+	Audit    bool
+	AuditPos Position
 }
 
 // UI is a server's ui:// allowlist.
@@ -266,6 +271,12 @@ func (d decoder) server(name string, v cue.Value) *Server {
 		}
 		if cc := d.str(lookup(ui, "consent_channel"), upath+".consent_channel"); cc != nil {
 			s.UI.ConsentChannel = *cc
+		}
+	}
+	s.Pins = d.str(lookup(v, "pins"), path+".pins")
+	if a := lookup(v, "audit"); a.Exists() {
+		if b, err := a.Bool(); err == nil && b {
+			s.Audit, s.AuditPos = true, d.pos(a, path+".audit")
 		}
 	}
 	return s

@@ -269,15 +269,9 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 			return nil, fmt.Errorf("prompts/list: %w", err)
 		}
 		for _, x := range prompts {
-			if x == nil {
-				return nil, errors.New("prompts/list: malformed listing: a null prompt")
-			}
-			cp := catalog.Prompt{Name: x.Name, Title: x.Title, Description: x.Description}
-			for _, a := range x.Arguments {
-				if a == nil {
-					return nil, fmt.Errorf("prompts/list: malformed listing: prompt %q has a null argument", x.Name)
-				}
-				cp.Arguments = append(cp.Arguments, catalog.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+			cp, err := catalog.PromptFromMCP(x)
+			if err != nil {
+				return nil, fmt.Errorf("prompts/list: malformed listing: %w", err)
 			}
 			s.Prompts = append(s.Prompts, cp)
 		}
@@ -292,7 +286,7 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 			if x == nil {
 				return nil, errors.New("resources/list: malformed listing: a null resource")
 			}
-			s.Resources = append(s.Resources, catalog.Resource{URI: x.URI, Name: x.Name, Title: x.Title, Description: x.Description, MIMEType: x.MIMEType})
+			s.Resources = append(s.Resources, catalog.ResourceFromMCP(x))
 		}
 		p.stage.Store("listing resource templates")
 		templates, err := mcplist.Templates(ctx, cs)

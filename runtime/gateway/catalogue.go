@@ -8,7 +8,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/internal/mcplist"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // catalogue is what one upstream offers, as it last listed it. It is
@@ -25,6 +27,19 @@ type catalogue struct {
 	// templateRE[i] matches the URIs templates[i] expands to; nil for a
 	// template that does not parse (it routes nothing).
 	templateRE []*regexp.Regexp
+	// digests holds the definition digest of each listed item by name (a
+	// URI for resources), per table.Kind: what the table's pins are
+	// compared with. An item whose definition does not encode has "".
+	digests [3]map[string]string
+}
+
+// digest is the definition digest of a listed item; "" when it is not
+// listed.
+func (c *catalogue) digest(kind table.Kind, name string) string {
+	if int(kind) >= len(c.digests) {
+		return ""
+	}
+	return c.digests[kind][name]
 }
 
 // kinds of list an upstream can announce a change of.
@@ -55,6 +70,7 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 			}
 			c.tools, c.toolIdx = firstByKey(tools, func(t *mcp.Tool) string { return t.Name })
 		}
+		c.digests[table.Tool] = toolDigests(c.tools)
 	}
 	if which&listPrompts != 0 {
 		c.prompts, c.promptIdx = nil, map[string]*mcp.Prompt{}
@@ -64,6 +80,12 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 				return nil, fmt.Errorf("prompts/list: %w", err)
 			}
 			c.prompts, c.promptIdx = firstByKey(prompts, func(p *mcp.Prompt) string { return p.Name })
+		}
+		c.digests[table.Prompt] = make(map[string]string, len(c.prompts))
+		for _, p := range c.prompts {
+			if cp, err := catalog.PromptFromMCP(p); err == nil {
+				c.digests[table.Prompt][p.Name] = cp.DefinitionDigest()
+			}
 		}
 	}
 	if which&listResources != 0 {
@@ -75,6 +97,11 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 				return nil, fmt.Errorf("resources/list: %w", err)
 			}
 			c.resources, c.resourceIdx = firstByKey(resources, func(r *mcp.Resource) string { return r.URI })
+			c.digests[table.Resource] = make(map[string]string, len(c.resources))
+			for _, r := range c.resources {
+				cr := catalog.ResourceFromMCP(r)
+				c.digests[table.Resource][r.URI] = cr.DefinitionDigest()
+			}
 			templates, err := mcplist.Templates(ctx, cs)
 			if err != nil {
 				return nil, fmt.Errorf("resources/templates/list: %w", err)
@@ -93,6 +120,16 @@ func fetch(ctx context.Context, cs *mcp.ClientSession, which int, prev *catalogu
 		}
 	}
 	return c, nil
+}
+
+// toolDigests returns the definition digest of each tool by name; a tool
+// whose definition does not encode has "", which matches no pin.
+func toolDigests(tools []*mcp.Tool) map[string]string {
+	out := make(map[string]string, len(tools))
+	for _, t := range tools {
+		out[t.Name], _ = catalog.ToolDigest(t)
+	}
+	return out
 }
 
 // firstByKey keeps the items of a listing that have a key (a name or a

@@ -177,6 +177,8 @@ type Gateway struct {
 
 	progress sync.Map // gateway progress token (string) → progressTarget
 
+	pins pinState // the serving table's pins and the drift found
+
 	held heldCalls // the holds of each HTTP session, to end when it does
 
 	ctx    context.Context
@@ -638,6 +640,7 @@ func placeholderResourceHandler(context.Context, *mcp.ReadResourceRequest) (*mcp
 // change. Every request is decided on its own, so nothing hidden becomes
 // reachable by it.)
 func (g *Gateway) listsChanged(which int) {
+	g.checkPins()
 	g.mu.Lock()
 	servers := maps.Clone(g.servers)
 	g.mu.Unlock()

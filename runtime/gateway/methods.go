@@ -410,12 +410,16 @@ func (g *Gateway) upstreamTools(ls *listing) ([]*mcp.Tool, error) {
 func listNamed[T any](ls *listing, kind table.Kind, least table.Effect,
 	items func(*catalogue) []T, name func(T) string, copyAs func(*upstream, T) T) ([]T, error) {
 	out := []T{}
+	pins := ls.g.pinsOf(ls.t)
 	for _, u := range ls.g.ups {
 		st := u.snapshot()
 		if st.session == nil || st.cat == nil {
 			continue
 		}
 		for _, it := range items(st.cat) {
+			if pins.hides(u.name, kind, name(it), st.cat) {
+				continue // drifted or not catalogued: as absent as a denied item
+			}
 			if n := name(it); ls.decide(u.name, kind, n, OpList).Effect < least {
 				ls.hide(u.name, kind, OpList, n)
 				continue
@@ -556,7 +560,7 @@ func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) 
 		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	st := u.snapshot()
-	if st.cat == nil || st.cat.toolIdx[tool] == nil {
+	if st.cat == nil || st.cat.toolIdx[tool] == nil || g.pinsOf(t).hides(server, table.Tool, tool, st.cat) {
 		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	return authorizedCall{u: u, st: st, tool: tool, decision: d, table: t}, nil
@@ -930,7 +934,7 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 		return nil, absent(methodGetPrompt, name)
 	}
 	st := u.snapshot()
-	if st.cat == nil || st.cat.promptIdx[prompt] == nil {
+	if st.cat == nil || st.cat.promptIdx[prompt] == nil || g.pinsOf(t).hides(server, table.Prompt, prompt, st.cat) {
 		return nil, absent(methodGetPrompt, name)
 	}
 	if st.session == nil {

@@ -96,6 +96,10 @@ type Source struct {
 type Item struct {
 	// Decision is "allow", "approve" or "deny".
 	Decision string `json:"decision"`
+	// DefinitionDigest pins the catalogued definition of the item
+	// (catalog.Tool.DefinitionDigest and its kin): the gateway holds the
+	// live definition to it as the server's Pins mode says.
+	DefinitionDigest string `json:"definition_digest,omitempty"`
 	// InputSchemaDigest is the catalogued tool's input-schema digest
 	// ("sha256:..."); empty for prompts, resources and tools without one.
 	InputSchemaDigest string `json:"input_schema_digest,omitempty"`
@@ -146,11 +150,25 @@ const (
 // scope all three kinds are present; in a narrowing scope a kind the scope
 // says nothing about is nil.
 type Server struct {
+	// Audit, in the base scope, serves every request of the server as
+	// allowed and logs what the rules decided (would_deny, would_hold).
+	Audit bool `json:"audit,omitempty"`
+	// Pins, in the base scope, is how the gateway holds the server's live
+	// definitions to the items' DefinitionDigest: PinsEnforce, PinsWarn,
+	// or PinsOff ("" is PinsOff).
+	Pins     string  `json:"pins,omitempty"`
 	Prompt   *Access `json:"prompt,omitempty"`
 	Resource *Access `json:"resource,omitempty"`
 	Tool     *Access `json:"tool,omitempty"`
 	UI       *UI     `json:"ui,omitempty"`
 }
+
+// Pins modes of a server.
+const (
+	PinsEnforce = "enforce"
+	PinsWarn    = "warn"
+	PinsOff     = "off"
+)
 
 // Kind returns the access of the named kind, or nil.
 func (s *Server) Kind(kind string) *Access {
@@ -576,6 +594,14 @@ func (t *Table) Check() error {
 		checkAccess(where+".resource", s.Resource, base)
 		if s.Prompt != nil && hasEffect(s.Prompt.Rules, Approve) || s.Resource != nil && hasEffect(s.Resource.Rules, Approve) {
 			add("%s: approve rules on a prompt or resource: no approval hold exists on a fetch", where)
+		}
+		switch s.Pins {
+		case "", PinsEnforce, PinsWarn, PinsOff:
+		default:
+			add("%s: pins %q is not enforce, warn or off", where, s.Pins)
+		}
+		if !base && (s.Pins != "" || s.Audit) {
+			add("%s: pins or audit outside the base scope", where)
 		}
 		if s.UI != nil {
 			if !base {

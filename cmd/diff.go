@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,12 +51,16 @@ moved to another line is neither.
 When a side has a catalogue snapshot (catalog/ beside the policy in the
 revision, or the items a table compiled with one records), every catalogued
 item of either side is compared too: each one whose decision changes gets a
-row of its own.
+row of its own. Then the pinned definitions are compared (text and
+markdown): each tool, prompt or resource added, removed, or whose
+definition digest changes, with what changed and a description's word
+difference, read from both revisions' catalogues (from table files, by
+digest alone).
 
 Formats: text (a table), markdown (for a pull-request comment), json.
 
-Exit codes: 0 no decision changes; 4 some decisions change (or a search
-gave up, so no change cannot be promised); 1 a side does not compile; 2 bad
+Exit codes: 0 no decision or pinned definition changes; 4 some decisions
+or definitions change (or a search gave up, so no change cannot be promised); 1 a side does not compile; 2 bad
 arguments, not a repository, unknown revision or policy path; 3 the tool
 failed (an unreadable table, history missing from a shallow clone); 10-16 a
 signed table refused (with --trust).
@@ -96,10 +101,14 @@ Examples:
 			if err := write(&out, rep); err != nil {
 				return failuref("write report: %v", err)
 			}
+			defs := definitionChanges(sides, cats)
+			if format != "json" {
+				writeDefinitionChanges(&out, format, defs)
+			}
 			if _, err := c.OutOrStdout().Write(out.Bytes()); err != nil {
 				return failuref("write report: %v", err)
 			}
-			if rep.Changed() {
+			if rep.Changed() || len(defs) > 0 {
 				return withCode(ExitChanged, errSilent)
 			}
 			return nil
@@ -316,4 +325,89 @@ func catalogueItems(sides [2]*table.Table, cats [2]*catalog.Catalog) decisiondif
 		}
 	}
 	return n
+}
+
+// definitionChanges lists the pinned definitions that differ between the
+// sides, as "server kind name: what": from both catalogues when both sides
+// have one (catalog.Diff, with the description's text difference), else
+// from the definition digests the items of the sides' tables record.
+func definitionChanges(sides [2]*table.Table, cats [2]*catalog.Catalog) []string {
+	var out []string
+	if cats[0] != nil && cats[1] != nil {
+		servers := map[string]bool{}
+		for _, c := range cats {
+			for name := range c.Servers {
+				servers[name] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(servers)) {
+			for _, ch := range catalog.Diff(cats[0].Servers[name], cats[1].Servers[name]) {
+				out = append(out, name+" "+ch.String())
+			}
+		}
+		return out
+	}
+	digests := func(i int) map[string]string {
+		m := map[string]string{}
+		switch {
+		case cats[i] != nil:
+			for it := range cats[i].Items() {
+				m[it.Server+" "+it.Kind+" "+catalog.ShowName(it.Name)] = it.DefinitionDigest()
+			}
+		case sides[i] != nil:
+			for _, it := range sides[i].Items {
+				if it.Principal == "" {
+					m[it.Server+" "+it.Kind+" "+catalog.ShowName(it.Name)] = it.DefinitionDigest
+				}
+			}
+		}
+		return m
+	}
+	a, b := digests(0), digests(1)
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		switch d, ok := b[k]; {
+		case !ok:
+			out = append(out, k+": removed")
+		case d != a[k]:
+			out = append(out, fmt.Sprintf("%s: definition changed (%s -> %s)", k, orNone(a[k]), orNone(d)))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(b)) {
+		if _, ok := a[k]; !ok {
+			out = append(out, k+": added")
+		}
+	}
+	return out
+}
+
+func orNone(digest string) string {
+	if digest == "" {
+		return "no digest"
+	}
+	return digest
+}
+
+// writeDefinitionChanges appends the definition changes to a text or
+// markdown report. In markdown they are a code block: a description is a
+// server's text, never markup of the comment.
+func writeDefinitionChanges(w *bytes.Buffer, format string, defs []string) {
+	if len(defs) == 0 {
+		return
+	}
+	head := count(len(defs), "pinned definition") + " change"
+	if len(defs) == 1 {
+		head += "s"
+	}
+	if format == "markdown" {
+		fmt.Fprintf(w, "\n**%s:**\n\n```text\n", head)
+		for _, d := range defs {
+			fmt.Fprintln(w, d)
+		}
+		fmt.Fprint(w, "```\n")
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", head)
+	for _, d := range defs {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 }

@@ -337,6 +337,9 @@ func (g *Gateway) upstreamNames() []string {
 
 // enforceable reports why t cannot be served as configured, or nil.
 func (g *Gateway) enforceable(t *decide.Table) error {
+	if err := checkAudit(t); err != nil {
+		return err
+	}
 	if err := g.checkApprovals(t); err != nil {
 		return err
 	}

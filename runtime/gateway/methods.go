@@ -179,7 +179,13 @@ var errLogFailed = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "pol
 // decide decides and records one decision.
 func (g *Gateway) decide(t *decide.Table, principal, server string, kind table.Kind, name string, op Op) (decide.Decision, error) {
 	now := g.now()
-	return g.logDecision(t, now, principal, server, kind, name, op, tableDecide(t, now, principal, server, kind, name))
+	d := tableDecide(t, now, principal, server, kind, name)
+	if served, verdict := audit(t, server, d); verdict != "" {
+		r := record(t, now, principal, server, kind, name, op, d)
+		r.Verdict = verdict
+		return g.logAudited(r, served)
+	}
+	return g.logDecision(t, now, principal, server, kind, name, op, d)
 }
 
 // tableDecide is t's decision at now: nothing is allowed once the table
@@ -294,16 +300,19 @@ func (l *listing) hide(server string, kind table.Kind, op Op, name string) {
 // A dry listing keeps no records.
 func (l *listing) decide(server string, kind table.Kind, name string, op Op) decide.Decision {
 	d := tableDecide(l.t, l.now, l.principal, server, kind, name)
-	if kind == table.Tool && d.Effect == table.Approve {
+	served, verdict := audit(l.t, server, d)
+	if kind == table.Tool && served.Effect == table.Approve {
 		l.held = true
 	}
 	if !l.dry {
 		l.group(server, kind, op).Counts[d.Effect]++
 		if !l.summary {
-			l.recs = append(l.recs, record(l.t, l.now, l.principal, server, kind, name, op, d))
+			r := record(l.t, l.now, l.principal, server, kind, name, op, d)
+			r.Verdict = verdict // would_deny or would_hold in audit mode
+			l.recs = append(l.recs, r)
 		}
 	}
-	return d
+	return served
 }
 
 // log records every decision of the listing. When it fails, the listing

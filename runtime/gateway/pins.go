@@ -46,6 +46,8 @@ type pinState struct {
 	reviewed map[string]any
 	// drift is the drift being served or hidden now, for Drift.
 	drift []Drift
+	// auditFor is the table whose audit mode was last logged.
+	auditFor *decide.Table
 	// notify, when set, is told of every new drift (a signed webhook
 	// delivery).
 	notify func(context.Context, Drift)
@@ -83,6 +85,9 @@ func (g *Gateway) SetDriftNotify(f func(context.Context, Drift)) {
 	g.pins.notify = f
 	g.pins.mu.Unlock()
 }
+
+// Audited returns the servers the serving table has in audit mode.
+func (g *Gateway) Audited() []string { return audited(g.table.Load().Source()) }
 
 // Drift returns the items whose live definition differs from their pin,
 // as found at the last listing of each upstream, sorted by server, kind
@@ -156,6 +161,13 @@ func (g *Gateway) checkPins() {
 	defer ps.mu.Unlock()
 	if ps.reported == nil {
 		ps.reported, ps.reviewed = map[string]string{}, map[string]any{}
+	}
+	if ps.auditFor != t {
+		ps.auditFor = t
+		for _, name := range audited(t.Source()) {
+			g.logger.Warn("server in audit mode: what its rules deny or hold is logged as would_deny or would_hold and served as allowed",
+				"upstream", name, "table_serial", t.Serial(), "table_digest", t.Digest())
+		}
 	}
 	now := g.now()
 	var drift []Drift

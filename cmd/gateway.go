@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -238,11 +239,18 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		writeGatewayCheck(c.OutOrStdout(), o.config, s, t)
 		return nil
 	}
+	ob, err := newObserver(s.Observe, func() *approval.Gate { return gate })
+	if err != nil {
+		return withCode(ExitProblems, err)
+	}
+	defer ob.stop()
+	ob.configure(&s.Gateway)
 	var logOut io.Writer = stderr
 	if s.DecisionLog != "" {
 		// The decision log is appended to, line by line, for as long as
 		// the gateway runs: it is a log, not an output written at once.
-		f, err := os.OpenFile(s.DecisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		// SIGUSR1 reopens it, for rotation.
+		f, err := gateway.OpenLogFile(s.DecisionLog)
 		if err != nil {
 			if s.DecisionLogOverridden {
 				return usageErrorf("--decision-log: %v", unwrapPath(err))
@@ -258,6 +266,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 			f.Close()
 		}()
 		logOut = f
+		ob.reopenOnSIGUSR1(f, logger)
 	}
 	s.Gateway.Log = gateway.NewJSONLog(logOut)
 
@@ -290,7 +299,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		if err != nil {
 			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))
 		}
-		admin := newHTTPServer(h)
+		admin := newHTTPServer(ob.withMetrics(h))
 		go admin.Serve(adminLn)
 		defer func() {
 			// A decision being answered as the gateway stops is still
@@ -300,6 +309,9 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 			admin.Shutdown(sctx)
 		}()
 		logger.Info("serving the approvals page and admin API", "address", adminLn.Addr().String())
+	}
+	if err := ob.serveMetrics(s.Observe.MetricsAddress, logger); err != nil {
+		return err
 	}
 	go func() {
 		for range hup {
@@ -362,4 +374,18 @@ func gatewayRefusal(err error) error {
 		code = ExitProblems
 	}
 	return withCode(code, fmt.Errorf("gateway not started: %w", err))
+}
+
+// adminApprovers says, for the check's summary, who approves through the
+// identity provider on the admin listener; "" without one.
+func adminApprovers(s *config.Config) string {
+	o := s.AdminOAuth
+	if o == nil {
+		return ""
+	}
+	out := fmt.Sprintf(" (approvers: groups %s of %s, audience %s", strings.Join(o.ApproverGroups, ", "), o.Identity.Issuers[0].URL, o.Identity.Resource)
+	if o.SignIn != nil {
+		out += "; page sign-in as client " + o.SignIn.ClientID
+	}
+	return out + ")"
 }

@@ -70,7 +70,7 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 		line = "no channels in the table"
 	}
 	if s.AdminAddress != "" {
-		line += "; admin on " + s.AdminAddress
+		line += "; admin on " + s.AdminAddress + adminApprovers(s)
 	}
 	fmt.Fprintf(w, "  approvals: %s\n", line)
 	withProgress := "as long as the request lives"

@@ -115,7 +115,7 @@ const (
 // or claim name that does not match its pattern, and an audience key
 // where the resource is meant.
 func oauthWording(d *compiler.Diagnostic) {
-	if !strings.HasPrefix(d.Path, oauthKey+".") {
+	if !strings.HasPrefix(d.Path, oauthKey+".") && !strings.HasPrefix(d.Path, adminOAuthKey+".") {
 		return
 	}
 	raw := strings.TrimPrefix(d.Message, d.Path+": ")
@@ -291,6 +291,10 @@ func (r *reader) adminOAuth(o *adminOAuthFile, publicURL string) {
 	groupsClaim := o.GroupsClaim
 	if groupsClaim == "" {
 		groupsClaim = "groups"
+	}
+	if len(o.ApproverGroups) == 0 {
+		r.bad(key+".approver_groups", "lists no group: no token would be an approver's",
+			`list the provider's groups whose members approve, e.g. approver_groups: ["release-managers"]`)
 	}
 	groups := map[string]string{}
 	for _, g := range o.ApproverGroups {

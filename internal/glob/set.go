@@ -122,9 +122,9 @@ type matcher struct {
 // is the product of their trackers: a glob anchored at its start multiplies
 // the states of every glob that may match anywhere, and a glob starting with
 // a class doubles them again. Split by how a glob starts, the automata are
-// several times smaller in all (docs/performance.md has the figures), and a
-// walk steps them side by side: the steps of different automata do not wait
-// for one another. The anchored group mostly dies within a few runes.
+// several times smaller in all, and a walk steps them side by side: the
+// steps of different automata do not wait for one another. The anchored
+// group mostly dies within a few runes.
 func part(p *Pattern) int {
 	switch p.elems[0].kind {
 	case kindLit:

@@ -449,12 +449,14 @@ func (l *LogFile) Reopen() error {
 	}
 	l.mu.Lock()
 	old := l.f
+	if old == nil {
+		l.mu.Unlock()
+		f.Close()
+		return fmt.Errorf("decision log %s is closed", l.path)
+	}
 	l.f = f
 	l.mu.Unlock()
-	if old != nil {
-		return old.Close()
-	}
-	return nil
+	return old.Close()
 }
 
 // Close closes the file; a Write after it fails.

@@ -36,6 +36,7 @@ type Metrics struct {
 	refusals    *prometheus.CounterVec
 	logErrors   prometheus.Counter
 	logOK       atomic.Bool
+	reopens     *prometheus.CounterVec
 
 	mu sync.Mutex
 	g  *Gateway
@@ -104,12 +105,17 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		[]string{"reason"})
 	m.logErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "policyc_gateway_decision_log_errors_total",
 		Help: "Decision log writes that failed; each refused the request it recorded."})
+	m.reopens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "policyc_gateway_decision_log_reopens_total",
+		Help: "Times the decision log file was reopened (SIGUSR1, for rotation), by result: ok, failed (the lines go on to the file open before)."},
+		[]string{"result"})
 	m.logOK.Store(true)
-	m.reg.MustRegister(m.decisions, m.calls, m.callSeconds, m.restarts, m.approval, m.held, m.reloads, m.refusals, m.logErrors,
+	m.reg.MustRegister(m.decisions, m.calls, m.callSeconds, m.restarts, m.approval, m.held, m.reloads, m.refusals, m.logErrors, m.reopens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), (*gatewayCollector)(m))
 	for _, r := range []string{"loaded", "unchanged", "refused"} {
 		m.reloads.WithLabelValues(r)
 	}
+	m.reopens.WithLabelValues("ok")
+	m.reopens.WithLabelValues("failed")
 	return m
 }
 
@@ -243,6 +249,19 @@ func (m *Metrics) logWritten(err error) {
 	if !m.logOK.Load() {
 		m.logOK.Store(true)
 	}
+}
+
+// LogReopened counts a reopening of the decision log file, failed when
+// err is set. It does nothing on nil Metrics.
+func (m *Metrics) LogReopened(err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.reopens.WithLabelValues("failed").Inc()
+		return
+	}
+	m.reopens.WithLabelValues("ok").Inc()
 }
 
 // serving records that t began to serve at now.

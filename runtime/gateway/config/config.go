@@ -120,6 +120,8 @@ type Config struct {
 	Approvals    *approval.Config
 	AdminAddress string
 	Admin        approval.AdminOptions
+	// Observe is the observe block's metrics and traces.
+	Observe Observe
 	// AdminOAuth configures approvers from an identity provider
 	// (approvals.admin.oauth), nil without one. The command makes
 	// Admin.OAuth from it (approval.NewAdminOAuth), which fetches the
@@ -266,6 +268,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	r.upstreams()
 	r.front()
 	r.approvals()
+	r.observe()
 	c := r.c
 	c.Gateway.CallTimeout = time.Duration(r.file.CallTimeoutSeconds) * time.Second
 	c.Gateway.ConnectTimeout = time.Duration(r.file.ConnectTimeoutSeconds) * time.Second

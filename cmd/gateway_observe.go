@@ -1,0 +1,146 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
+	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime/approval"
+	"github.com/policyc/policyc/runtime/gateway"
+	"github.com/policyc/policyc/runtime/gateway/config"
+)
+
+// observer is what the gateway command runs for the observe block: the
+// metrics, the trace exporter and the decision log's reopening.
+type observer struct {
+	metrics *gateway.Metrics
+	tp      *sdktrace.TracerProvider
+	stops   []func()
+}
+
+// newObserver sets up what o asks for in the gateway's configuration:
+// metrics (counting pending requests through gate, when there is one) and
+// traces. Nothing listens yet.
+func newObserver(o config.Observe, gate func() *approval.Gate) (*observer, error) {
+	ob := &observer{}
+	if o.Metrics {
+		ob.metrics = gateway.NewMetrics(gateway.MetricsOptions{Pending: func() int {
+			if g := gate(); g != nil {
+				return len(g.List(approval.Filter{Status: approval.Pending}))
+			}
+			return 0
+		}})
+	}
+	if t := o.Tracing; t != nil {
+		endpoint, err := url.Parse(t.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("observe.tracing.endpoint: %v", err)
+		}
+		if endpoint.Path == "" || endpoint.Path == "/" {
+			endpoint.Path = "/v1/traces"
+		}
+		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(endpoint.String()))
+		if err != nil {
+			return nil, fmt.Errorf("observe.tracing: %v", err)
+		}
+		res := resource.NewSchemaless(semconv.ServiceName(t.ServiceName), semconv.ServiceVersion(compiler.Version))
+		ob.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.SampleRatio))))
+		ob.stops = append(ob.stops, func() {
+			// The spans still queued are sent, for as long as a stop can wait.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ob.tp.Shutdown(ctx)
+		})
+	}
+	return ob, nil
+}
+
+// configure sets the gateway's metrics and tracer.
+func (ob *observer) configure(c *gateway.Config) {
+	c.Metrics = ob.metrics
+	if ob.tp != nil {
+		c.Tracer = ob.tp
+	}
+}
+
+// withMetrics is h with the metrics at /metrics, when there are any.
+func (ob *observer) withMetrics(h http.Handler) http.Handler {
+	if ob.metrics == nil {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", ob.metrics.Handler())
+	mux.Handle("/", h)
+	return mux
+}
+
+// serveMetrics serves /metrics on address, until stop.
+func (ob *observer) serveMetrics(address string, logger *slog.Logger) error {
+	if ob.metrics == nil || address == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return failuref("observe.metrics_address: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", ob.metrics.Handler())
+	srv := newHTTPServer(mux)
+	go srv.Serve(ln)
+	logger.Info("serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	ob.stops = append(ob.stops, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return nil
+}
+
+// reopenOnSIGUSR1 reopens the decision log file f on every SIGUSR1, for
+// rotation: the file is renamed, then the gateway told to reopen it. A
+// reopen that fails is logged and counted, and the lines go on to the
+// file open before.
+func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, logger *slog.Logger) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-usr1:
+				err := f.Reopen()
+				ob.metrics.LogReopened(err)
+				if err != nil {
+					logger.Error("decision log not reopened", "path", f.Path(), "error", err.Error())
+				} else {
+					logger.Info("decision log reopened", "path", f.Path())
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	ob.stops = append(ob.stops, func() { signal.Stop(usr1); close(done) })
+}
+
+// stop ends what the observer started, the last started first.
+func (ob *observer) stop() {
+	for i := len(ob.stops) - 1; i >= 0; i-- {
+		ob.stops[i]()
+	}
+	ob.stops = nil
+}

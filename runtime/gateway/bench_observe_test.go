@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/policyc/policyc/runtime/gateway/internal/testupstream"
+)
+
+// BenchmarkObserveToolCall times tools/call through two gateways in front
+// of one in-memory upstream, in this process: one with metrics and
+// tracing off, one with metrics, tracing or both on (NewMetrics; an SDK
+// tracer provider that
+// samples every trace, with a batch span processor and an exporter that
+// drops what it is given, so that no receiver's cost is counted). Every
+// call's _meta carries a sampled traceparent, as a traced client's does. Blocks of hopBlock calls alternate between the two, and direct
+// calls to the upstream, which goes first alternating too; an op is one
+// call through each. It reports each one's median latency and CPU time
+// per call (the whole process's, read around each block), and what
+// metrics and tracing add: to the median latency of the call through the
+// gateway (p50-overhead-%), to its CPU time (cpu-overhead-%), and to the
+// gateway's hop, its CPU time less the direct call's (hop-cpu-overhead-%).
+func BenchmarkObserveToolCall(b *testing.B) {
+	for _, row := range []string{"metrics", "tracing", "both"} {
+		b.Run(row, func(b *testing.B) { benchObserve(b, row != "tracing", row != "metrics") })
+	}
+}
+
+func benchObserve(b *testing.B, metrics, tracing bool) {
+	benchGC(b)
+	up := testupstream.New(testupstream.Options{Name: "github"})
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Server.Connect(ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	defer tp.Shutdown(context.Background())
+	gateway := func(on bool) *mcp.ClientSession {
+		cfg := Config{
+			Tables:      fixed(loadTable(b, benchPolicy, 1)),
+			Log:         NewJSONLog(decisionFile(b)),
+			CallTimeout: 30 * time.Second,
+			Upstreams:   []Upstream{{Name: "github", Dial: dial}},
+		}
+		if on && metrics {
+			cfg.Metrics = NewMetrics(MetricsOptions{})
+		}
+		if on && tracing {
+			cfg.Tracer = tp
+		}
+		g, err := New(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := g.Connect(context.Background(), "alice", st); err != nil {
+			b.Fatal(err)
+		}
+		cs := connectClient(b, ct)
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	t, err := dial(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dcs := connectClient(b, t)
+	defer dcs.Close()
+	self := func() time.Duration { return cpuTime(os.Getpid()) }
+	traced := mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	off := &obsEnd{hopEnd: hopEnd{cs: gateway(false), tool: "github__echo", cpu: self}, meta: traced}
+	on := &obsEnd{hopEnd: hopEnd{cs: gateway(true), tool: "github__echo", cpu: self}, meta: traced}
+	direct := &obsEnd{hopEnd: hopEnd{cs: dcs, tool: "echo", cpu: self}}
+	ends := []*obsEnd{off, on, direct}
+	for _, e := range ends { // warm up connections and caches
+		e.run(b, 100)
+		e.hopEnd = hopEnd{cs: e.cs, tool: e.tool, cpu: e.cpu}
+	}
+	b.ResetTimer()
+	for round, done := 0, 0; done < b.N; round++ {
+		n := min(hopBlock, b.N-done)
+		for i := range ends {
+			if round%2 == 1 {
+				i = len(ends) - 1 - i
+			}
+			ends[i].run(b, n)
+		}
+		done += n
+	}
+	b.StopTimer()
+	om, nm, dm := median(off.lat), median(on.lat), median(direct.lat)
+	b.ReportMetric(float64(om.Nanoseconds())/1e3, "off-p50-µs")
+	b.ReportMetric(float64(nm.Nanoseconds())/1e3, "on-p50-µs")
+	b.ReportMetric(float64(dm.Nanoseconds())/1e3, "direct-p50-µs")
+	b.ReportMetric(100*(float64(nm)/float64(om)-1), "p50-overhead-%")
+	oc, nc, dc := off.cpuPerCall(), on.cpuPerCall(), direct.cpuPerCall()
+	b.ReportMetric(oc, "off-cpu-µs/call")
+	b.ReportMetric(nc, "on-cpu-µs/call")
+	b.ReportMetric(dc, "direct-cpu-µs/call")
+	b.ReportMetric(100*(nc/oc-1), "cpu-overhead-%")
+	b.ReportMetric(100*((nc-dc)/(oc-dc)-1), "hop-cpu-overhead-%")
+}
+
+// obsEnd is a hopEnd whose calls carry meta as their _meta.
+type obsEnd struct {
+	hopEnd
+	meta mcp.Meta
+}
+
+// run makes n calls and adds their latencies and CPU time.
+func (e *obsEnd) run(b *testing.B, n int) {
+	c0 := e.cpu()
+	for range n {
+		t0 := time.Now()
+		res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: e.tool, Arguments: benchArgs, Meta: e.meta})
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %s", e.tool, err, text(res))
+		}
+		e.lat = append(e.lat, time.Since(t0))
+	}
+	e.spent += e.cpu() - c0
+	e.calls += n
+}

@@ -97,6 +97,7 @@ Examples:
 				shown = strings.TrimSpace(item.principal + " (groups " + principal.Groups(who) + ")")
 			}
 			writeExplainText(c.OutOrStdout(), root, shown, item.server, item.kind, item.name, ex)
+			writeServerModes(c.OutOrStdout(), t.Source(), item.server, k, item.name, ex.Decision.Effect)
 			return nil
 		},
 	}
@@ -320,4 +321,45 @@ func listName(effect string) string {
 		return "approval_list"
 	}
 	return "allow_list"
+}
+
+// writeServerModes adds what the server's modes in the table change about
+// the answer: audit mode serves what the rules deny or hold, and pins hold
+// the item to its catalogued definition.
+func writeServerModes(w io.Writer, src *table.Table, server string, kind table.Kind, name string, effect table.Effect) {
+	s, ok := src.Servers[server]
+	if !ok {
+		return
+	}
+	if s.Audit {
+		switch {
+		case src.Serial == 0:
+			fmt.Fprintf(w, "  audit:      server %s is in audit mode, but this table has serial 0: a gateway refuses it\n", server)
+		case effect != table.Allow:
+			verdict := "would_deny"
+			if effect == table.Approve {
+				verdict = "would_hold"
+			}
+			fmt.Fprintf(w, "  audit:      server %s is in audit mode: the gateway logs %s and serves it as allowed\n", server, verdict)
+		default:
+			fmt.Fprintf(w, "  audit:      server %s is in audit mode: what its rules deny or hold is served\n", server)
+		}
+	}
+	if (s.Pins == table.PinsEnforce || s.Pins == table.PinsWarn) && kind != table.Resource {
+		pin := ""
+		for _, it := range src.Items {
+			if it.Server == server && it.Kind == kind.String() && it.Name == name && it.Principal == "" {
+				pin = it.DefinitionDigest
+				break
+			}
+		}
+		switch {
+		case pin != "":
+			fmt.Fprintf(w, "  pins:       %s: served only as catalogued (%s)\n", s.Pins, pin)
+		case s.Pins == table.PinsEnforce:
+			fmt.Fprintf(w, "  pins:       enforce: not in the catalogue, so the gateway hides it whatever the rules say\n")
+		default:
+			fmt.Fprintf(w, "  pins:       warn: not in the catalogue; the gateway serves it and reports drift\n")
+		}
+	}
 }

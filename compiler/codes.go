@@ -18,6 +18,7 @@ const (
 	CodeInvalidUIPattern = "invalid-ui-pattern"
 	CodeUnknownServer    = "unknown-server"
 	CodeServerSeparator  = "server-name-separator"
+	CodeAuditMode        = "audit-mode"
 	CodeTooLarge         = "policy-too-large"
 
 	// Reachability: rules that cannot take effect (reach.go).
@@ -96,6 +97,7 @@ var Codes = []CodeInfo{
 	{CodeUINoConsent, CategoryUI, Error, "ui:// resources allowlisted with no consent channel that reaches a human"},
 	{CodeInvalidUIPattern, CategoryUI, Error, "a ui allowlist entry that is not exact, prefix* or prefix/"},
 	{CodeUnknownServer, CategoryScope, Warning, "rules for a server that mcp_servers does not define never apply"},
+	{CodeAuditMode, CategoryScope, Warning, "a server in audit mode: what its rules deny or hold is served"},
 	{CodeServerSeparator, CategoryScope, Warning, "a server name with \"__\" or a trailing \"_\": the gateway cannot namespace its tools"},
 	{CodeEmptyPattern, CategoryReach, Error, "a pattern that can match no name"},
 	{CodeDuplicatePattern, CategoryReach, Warning, "a pattern written twice in the same block: the second never decides"},

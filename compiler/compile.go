@@ -329,6 +329,12 @@ func (c *compilation) check(p *Policy) {
 	all := slices.Sorted(maps.Keys(p.Servers))
 	for _, name := range all {
 		checkApprovals(p.Servers[name].Access[table.Tool.String()], []string{name})
+		if s := p.Servers[name]; s.Audit {
+			path := "mcp_servers." + name + ".audit"
+			c.add(Diagnostic{Pos: s.AuditPos, Code: CodeAuditMode, Severity: Warning, Path: path,
+				Message:    fmt.Sprintf("%s: server %s is in audit mode: the gateway serves every request its rules deny or hold, and logs would_deny or would_hold (a table of serial 0 that sets it is refused)", path, clip.Quote(name)),
+				Suggestion: "remove audit: true once the decision log shows the rules decide as intended"})
+		}
 		if strings.Contains(name, "__") || strings.HasSuffix(name, "_") {
 			// The gateway names a tool <server>__<tool> and splits at the
 			// first "__": such a server's tools would not round-trip.

@@ -169,6 +169,7 @@ type pendingSignIn struct {
 	nonce    string
 	verifier string
 	next     string
+	source   string
 	expires  time.Time
 }
 
@@ -176,6 +177,9 @@ type pendingSignIn struct {
 const (
 	signInTTL  = 10 * time.Minute
 	maxSignIns = 1024
+	// maxSignInsPerSource bounds one source's share, so that no source
+	// can crowd out the others' sign-ins.
+	maxSignInsPerSource = 16
 	// signInCookie holds the state of the browser's sign-in in progress.
 	signInCookie = "policyc_signin"
 )
@@ -186,18 +190,24 @@ type signIns struct {
 	m  map[string]*pendingSignIn
 }
 
+// add keeps p under state, unless its source has maxSignInsPerSource
+// sign-ins in progress already, or all sources maxSignIns.
 func (s *signIns) add(state string, p *pendingSignIn, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = map[string]*pendingSignIn{}
 	}
+	mine := 0
 	for k, x := range s.m {
-		if !now.Before(x.expires) {
+		switch {
+		case !now.Before(x.expires):
 			delete(s.m, k)
+		case x.source == p.source:
+			mine++
 		}
 	}
-	if len(s.m) >= maxSignIns {
+	if len(s.m) >= maxSignIns || mine >= maxSignInsPerSource {
 		return false
 	}
 	s.m[state] = p
@@ -239,7 +249,8 @@ func (a *admin) secure(r *http.Request) bool {
 func (a *admin) signInStart(w http.ResponseWriter, r *http.Request) {
 	next := localPath(r.URL.Query().Get("next"))
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	if !a.signIns.add(state, &pendingSignIn{nonce: nonce, verifier: verifier, next: next, expires: a.g.now().Add(signInTTL)}, a.g.now()) {
+	p := &pendingSignIn{nonce: nonce, verifier: verifier, next: next, source: authlimit.Source(r), expires: a.g.now().Add(signInTTL)}
+	if !a.signIns.add(state, p, a.g.now()) {
 		a.render(w, http.StatusServiceUnavailable, a.loginData(next, "Too many sign-ins are in progress; try again in a few minutes."))
 		return
 	}

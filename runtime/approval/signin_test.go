@@ -440,3 +440,87 @@ func noRedirect(c *http.Client) *http.Client {
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return c
 }
+
+// A code is bound to the sign-in that asked for it: a browser's own
+// later sign-in cannot use the code of an earlier one (its PKCE verifier
+// is not the code's), and nothing signs in.
+func TestPageSignInCodeOfAnotherSignIn(t *testing.T) {
+	p := startProvider(t)
+	_, srv := signInServer(t, p, nil)
+	c := noRedirect(browse(t))
+	// The first sign-in, through the provider, up to its way back.
+	follow := func(u string) *http.Response {
+		t.Helper()
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := follow(srv.URL + "/signin")
+	resp = follow(resp.Header.Get("Location"))
+	loc, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	form, err := c.Get(loc.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(form.Body)
+	form.Body.Close()
+	m := hiddenID.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("login form: %s", b)
+	}
+	if resp, err = c.PostForm(p.Issuer+"/login", url.Values{"id": {string(m[1])}, "username": {"erin"}, "password": {"erin-password"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for resp.StatusCode/100 == 3 && !strings.HasPrefix(resp.Header.Get("Location"), srv.URL) {
+		next, _ := resp.Request.URL.Parse(resp.Header.Get("Location"))
+		resp = follow(next.String())
+	}
+	first, _ := url.Parse(resp.Header.Get("Location"))
+	code := first.Query().Get("code")
+	if code == "" {
+		t.Fatalf("no code in %s", first)
+	}
+	// A second sign-in in the same browser; its callback with the first
+	// one's code.
+	second, _ := url.Parse(follow(srv.URL + "/signin").Header.Get("Location"))
+	resp, err = c.Get(srv.URL + SignInCallback + "?code=" + url.QueryEscape(code) + "&state=" + url.QueryEscape(second.Query().Get("state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "did not give tokens for the code") {
+		t.Fatalf("the first sign-in's code in the second's callback: %d %s", resp.StatusCode, b)
+	}
+	for _, v := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(v, sessionCookie+"=") {
+			t.Fatalf("a session was started: %s", v)
+		}
+	}
+}
+
+// One source may have a bounded number of sign-ins in progress, so that
+// it cannot crowd out the others'.
+func TestPageSignInsPerSource(t *testing.T) {
+	p := startProvider(t)
+	_, srv := signInServer(t, p, nil)
+	c := noRedirect(browse(t))
+	for i := range maxSignInsPerSource + 1 {
+		resp, err := c.Get(srv.URL + "/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusSeeOther
+		if i == maxSignInsPerSource {
+			want = http.StatusServiceUnavailable
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("sign-in %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+}

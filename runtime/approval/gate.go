@@ -41,8 +41,14 @@ import (
 // Config configures a Gate.
 type Config struct {
 	// StateDir is the gateway's state directory; the store and the audit
-	// log live there. Required.
+	// log live there. Required unless Store is set.
 	StateDir string
+	// Store, when set, keeps the requests and the audit log instead of
+	// files in StateDir: a *PostgresStore, shared by gateway replicas.
+	// Requests pending when a gateway stops then stay pending (another
+	// replica, or the agent's retry, carries them on). The gate does not
+	// close it.
+	Store Store
 	// Servers holds per-server options, by the server's name in the table.
 	Servers map[string]ServerOptions
 	// Webhook configures delivery to webhook channels. Without a Secret no
@@ -234,7 +240,9 @@ type Gate struct {
 	cfg    Config
 	now    func() time.Time
 	logger *slog.Logger
-	store  *store
+	store  Store
+	// pg is the shared store, when Config.Store is one.
+	pg *PostgresStore
 
 	mu      sync.Mutex
 	reqs    map[string]*entry
@@ -423,6 +431,9 @@ func Open(cfg Config) (*Gate, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if cfg.Store != nil {
+		return g.openShared(cfg.Store)
+	}
 	s, stored, torn, err := openStore(cfg.StateDir, g.logger)
 	if err != nil {
 		return nil, err
@@ -469,6 +480,29 @@ func Open(cfg Config) (*Gate, error) {
 		}
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// openShared opens the gate on a store shared by replicas: its requests
+// stand as they are (a pending one may still be held on another replica,
+// or retried), and changes other replicas make are applied as they come.
+func (g *Gate) openShared(st Store) (*Gate, error) {
+	pg, ok := st.(*PostgresStore)
+	if !ok {
+		return nil, fmt.Errorf("approval store %T is not one the gate can share", st)
+	}
+	g.store, g.pg = st, pg
+	reqs, err := pg.load(g.now())
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	for _, r := range reqs {
+		g.installLocked(r)
+	}
+	g.mu.Unlock()
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	pg.watch(g.applyRemote)
 	return g, nil
 }
 
@@ -532,6 +566,12 @@ func (g *Gate) close() error {
 	}
 	g.closed = true
 	for _, e := range g.pending {
+		if g.pg != nil {
+			// The request is shared: it stays pending for the other
+			// replicas and the agent's retry. Only the calls held here end.
+			g.releaseHeldLocked(e)
+			continue
+		}
 		g.expireLocked(e, gatewayStopped)
 	}
 	for _, e := range g.ready {
@@ -643,6 +683,11 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 		return g.runUnderGrant(c.Recheck, id), nil
 	}
 	key := foldKey{KindTool, c.Principal, c.Server, c.Tool, fp}
+	if g.pg != nil {
+		// Replicas fold by a keyed hash; the fingerprint stays here.
+		fp = g.pg.fold(key)
+		key.fingerprt = fp
+	}
 	if e := g.ready[key]; e != nil {
 		// Only one call can take it: it leaves ready under g.mu.
 		delete(g.ready, key)
@@ -657,10 +702,9 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 	if e != nil {
 		w = g.joinLocked(e, ctx)
 	} else {
-		if n := g.pendingOfLocked(c.Principal); n >= g.cfg.MaxPending {
+		if n := g.pendingOfLocked(c.Principal); g.pg == nil && n >= g.cfg.MaxPending {
 			g.mu.Unlock()
-			g.logger.Warn("approval request refused: too many pending", "principal", c.Principal, "pending", n, "max_pending", g.cfg.MaxPending)
-			return Outcome{Answer: AnswerRefused, Reason: fmt.Sprintf("%d approval requests of this principal are pending already, the most the gateway allows; wait for them to be decided (or to expire) before making another", n)}, nil
+			return g.refused(c.Principal, n), nil
 		}
 		ch, err := g.channel(c.Channel)
 		if err != nil {
@@ -675,13 +719,35 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 		if g.cfg.Servers[c.Server].NoPreview {
 			r.Preview, r.PreviewOff = nil, true
 		}
-		if e, w, err = g.createLocked(ctx, r, key, c.Timeout, now, ch); err != nil {
+		var cl claim
+		if e, w, cl, err = g.createLocked(ctx, r, key, c.Timeout, now, ch); err != nil {
 			g.mu.Unlock()
 			return Outcome{}, err
+		}
+		switch {
+		case cl.ready != nil:
+			// Another replica's unused approval once of this call.
+			e := g.installLocked(cl.ready)
+			if g.ready[key] == e {
+				delete(g.ready, key)
+				e.timer.Stop()
+			}
+			g.mu.Unlock()
+			return g.useReady(e, c.Recheck, now), nil
+		case e == nil:
+			g.mu.Unlock()
+			return g.refused(c.Principal, cl.pending), nil
 		}
 	}
 	g.mu.Unlock()
 	return g.wait(e, w, c.HoldFor, c.Progress, c.Recheck), nil
+}
+
+// refused is the outcome of a call refused because its principal has n
+// requests pending, the most allowed.
+func (g *Gate) refused(principal string, n int) Outcome {
+	g.logger.Warn("approval request refused: too many pending", "principal", principal, "pending", n, "max_pending", g.cfg.MaxPending)
+	return Outcome{Answer: AnswerRefused, Reason: fmt.Sprintf("%d approval requests of this principal are pending already, the most the gateway allows; wait for them to be decided (or to expire) before making another", n)}
 }
 
 // pendingOfLocked is the number of requests principal has pending.
@@ -710,18 +776,29 @@ func (g *Gate) useReady(e *entry, recheck func() error, now time.Time) Outcome {
 	if why == "" && !now.Before(g.onceDeadline(e)) {
 		why = "not run: the approval was not used in time"
 	}
-	r := e.r.clone()
-	r.Ran = "ran"
-	ev := r.event(g.now(), "ran", Approver{}, "")
-	if why != "" {
-		r.Ran = why
-		ev = r.event(g.now(), "not_run", Approver{}, why)
+	for try := 0; ; try++ {
+		if e.r.Ran != "" {
+			// Another replica's call used it first.
+			o.Answer = AnswerDuplicate
+			return o
+		}
+		r := e.r.clone()
+		r.Ran = "ran"
+		ev := r.event(g.now(), "ran", Approver{}, "")
+		if why != "" {
+			r.Ran = why
+			ev = r.event(g.now(), "not_run", Approver{}, why)
+		}
+		if err := g.storeLocked(e, &r, ev); err != nil {
+			if isStale(err) && try < maxTries {
+				continue
+			}
+			why = "not run: its use could not be recorded: " + err.Error()
+			r.Ran = why
+		}
+		e.r = r
+		break
 	}
-	if err := g.store.put(&r, ev); err != nil {
-		why = "not run: its use could not be recorded: " + err.Error()
-		r.Ran = why
-	}
-	e.r = r
 	g.changedLocked()
 	if why != "" {
 		o.Answer, o.Reason = AnswerNotRun, strings.TrimPrefix(why, "not run: ")
@@ -743,12 +820,17 @@ func (g *Gate) readyLocked(e *entry, now time.Time) {
 			return
 		}
 		delete(g.ready, key)
-		r := e.r.clone()
-		r.Ran = "not run: no call used the approval in time"
-		if err := g.store.put(&r, r.event(g.now(), "not_run", Approver{}, r.Ran)); err != nil {
-			g.logger.Error("recording an unused approval failed", "id", r.ID, "error", err.Error())
+		for try := 0; e.r.Ran == ""; try++ {
+			r := e.r.clone()
+			r.Ran = "not run: no call used the approval in time"
+			if err := g.storeLocked(e, &r, r.event(g.now(), "not_run", Approver{}, r.Ran)); err != nil {
+				if isStale(err) && try < maxTries {
+					continue
+				}
+				g.logger.Error("recording an unused approval failed", "id", r.ID, "error", err.Error())
+			}
+			e.r = r
 		}
-		e.r = r
 		g.changedLocked()
 	})
 }
@@ -841,6 +923,9 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 		return true, Outcome{Answer: AnswerRun, RequestID: id, For: ForRemember}, nil
 	}
 	key := foldKey{KindConsent, c.Principal, c.Server, c.URI, ""}
+	if g.pg != nil {
+		key.fingerprt = g.pg.fold(key)
+	}
 	e := g.pending[key]
 	var w *waiter
 	if e != nil {
@@ -854,10 +939,18 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 		r := Request{
 			Kind: KindConsent, Principal: c.Principal, Server: c.Server, URI: c.URI, Channel: ch.Name,
 			Client: c.Client, Session: c.Session, TableSerial: c.TableSerial, TableDigest: c.TableDigest,
+			Fingerprint: key.fingerprt,
 		}
-		if e, w, err = g.createLocked(ctx, r, key, g.cfg.ConsentWait, now, ch); err != nil {
+		var cl claim
+		if e, w, cl, err = g.createLocked(ctx, r, key, g.cfg.ConsentWait, now, ch); err != nil {
 			g.mu.Unlock()
 			return false, Outcome{}, err
+		}
+		if e == nil {
+			// Consent is never approved once and has no cap: a claim
+			// other than a request is a store out of step with the gate.
+			g.mu.Unlock()
+			return false, Outcome{}, fmt.Errorf("the approval store answered a consent request with %+v", cl)
 		}
 	}
 	g.mu.Unlock()
@@ -883,9 +976,14 @@ func (g *Gate) channel(ch Channel) (Channel, error) {
 // createLocked makes, records and announces a new pending request, with
 // the call that made it (ctx is its context) held for it: the request is
 // recorded counting that call.
-func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout time.Duration, now time.Time, ch Channel) (*entry, *waiter, error) {
+//
+// With a shared store, the request may exist already, made by another
+// replica: the call joins it. Or an approval once of the same call waits
+// unused, or the principal has too many requests pending across replicas:
+// then no entry is returned, and the claim says which.
+func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout time.Duration, now time.Time, ch Channel) (*entry, *waiter, claim, error) {
 	if err := g.store.failed(); err != nil {
-		return nil, nil, fmt.Errorf("the approval store cannot record requests: %w", err)
+		return nil, nil, claim{}, fmt.Errorf("the approval store cannot record requests: %w", err)
 	}
 	if timeout <= 0 {
 		timeout = 300 * time.Second
@@ -898,8 +996,30 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 		r.Delivery = &Delivery{State: "sending"}
 	}
 	r.Calls = 1
-	if err := g.store.put(&r, r.event(now, "requested", Approver{}, "")); err != nil {
-		return nil, nil, fmt.Errorf("the approval request could not be recorded, so it was not made: %w", err)
+	if g.pg != nil {
+		maxPending := g.cfg.MaxPending
+		if r.Kind == KindConsent {
+			maxPending = 0
+		}
+		cl, err := g.pg.createOrJoin(&r, maxPending, r.event(now, "requested", Approver{}, ""), now)
+		if err != nil {
+			return nil, nil, claim{}, fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
+		}
+		if cl.joined != nil {
+			e := g.installLocked(cl.joined)
+			if e.r.Status != Pending {
+				// Decided as it was joined: the notification is on its
+				// way, and the call is answered as the request was.
+				return nil, nil, claim{}, fmt.Errorf("request %s of this call was %s as the call joined it; repeat the call", e.r.ID, e.r.Status)
+			}
+			e.r.Calls-- // the store counted the call; joinLocked counts it again
+			return e, g.joinLocked(e, ctx), claim{}, nil
+		}
+		if cl.made == nil {
+			return nil, nil, cl, nil
+		}
+	} else if err := g.store.put(&r, r.event(now, "requested", Approver{}, "")); err != nil {
+		return nil, nil, claim{}, fmt.Errorf("the approval request could not be recorded, so it was not made: %w", err)
 	}
 	w := newWaiter(ctx)
 	e := &entry{r: r, waiters: []*waiter{w}}
@@ -915,7 +1035,7 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 		}()
 	}
 	g.changedLocked()
-	return e, w, nil
+	return e, w, claim{}, nil
 }
 
 func newWaiter(ctx context.Context) *waiter {
@@ -1102,21 +1222,34 @@ func (g *Gate) useOnce(e *entry, w *waiter, recheck func() error) Outcome {
 	}
 	e.chosen = nil
 	e.waiters = slices.DeleteFunc(e.waiters, func(x *waiter) bool { return x == w })
-	r := e.r.clone()
-	if why == "" {
-		r.Ran = "ran"
-	} else {
-		r.Ran = why
+	for try := 0; ; try++ {
+		if e.r.Ran != "" {
+			// A call held on another replica used it first: this one
+			// and every other held here are duplicates.
+			why = ""
+			o.Answer = AnswerDuplicate
+			break
+		}
+		r := e.r.clone()
+		if why == "" {
+			r.Ran = "ran"
+		} else {
+			r.Ran = why
+		}
+		ev := r.event(now, "ran", Approver{}, "")
+		if why != "" {
+			ev = r.event(now, "not_run", Approver{}, why)
+		}
+		if err := g.storeLocked(e, &r, ev); err != nil {
+			if isStale(err) && try < maxTries {
+				continue
+			}
+			why = "not run: its use could not be recorded: " + err.Error()
+			r.Ran = why
+		}
+		e.r = r
+		break
 	}
-	ev := r.event(now, "ran", Approver{}, "")
-	if why != "" {
-		ev = r.event(now, "not_run", Approver{}, why)
-	}
-	if err := g.store.put(&r, ev); err != nil {
-		why = "not run: its use could not be recorded: " + err.Error()
-		r.Ran = why
-	}
-	e.r = r
 	rest := e.waiters
 	e.waiters = nil
 	for _, x := range rest {
@@ -1131,7 +1264,9 @@ func (g *Gate) useOnce(e *entry, w *waiter, recheck func() error) Outcome {
 		o.Answer, o.Reason = AnswerNotRun, strings.TrimPrefix(why, "not run: ")
 		return o
 	}
-	o.Answer = AnswerRun
+	if o.Answer != AnswerDuplicate {
+		o.Answer = AnswerRun
+	}
 	return o
 }
 
@@ -1217,7 +1352,15 @@ func (g *Gate) expireLocked(e *entry, why string) {
 	now := g.now()
 	r := e.r.clone()
 	r.Status, r.Ended, r.End = Expired, now, why
-	if err := g.store.put(&r, r.event(now, "expired", Approver{}, why)); err != nil {
+	if err := g.storeLocked(e, &r, r.event(now, "expired", Approver{}, why)); err != nil {
+		if isStale(err) {
+			// Another replica changed it first (and applying that
+			// answered the calls when it ended the request).
+			if e.r.Status == Pending {
+				g.expireLocked(e, why)
+			}
+			return
+		}
 		// Expiring denies nothing that was allowed; the request is over in
 		// memory either way, and a restart expires it again.
 		g.logger.Error("recording an expired request failed", "id", r.ID, "error", err.Error())
@@ -1288,83 +1431,80 @@ func (g *Gate) decide(id, verdict, forWhat, reason string, by Approver) (Request
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.reqs[id]
+	if e == nil && g.pg != nil {
+		// Made on another replica, and not yet heard of here.
+		ctx, cancel := g.pg.op()
+		r, err := g.pg.get(ctx, id)
+		cancel()
+		if err == nil {
+			e = g.installLocked(r)
+		}
+	}
 	if e == nil {
 		return Request{}, nil, refuse(ErrNotFound, "no approval request %q (list them with 'policyc approvals list')", id)
 	}
-	now := g.now()
-	if err := g.decidableLocked(e, now); err != nil {
-		return Request{}, nil, err
-	}
-	if principal.Same(by.Name, e.r.Principal) {
-		return Request{}, nil, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
-	}
-	d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}
-	switch verdict {
-	case VerdictDeny:
-	case VerdictApprove:
-		switch {
-		case e.r.Kind == KindConsent:
-			if forWhat != "" && forWhat != ForRemember {
-				return Request{}, nil, refuse(ErrInvalid, "consent is remembered until revoked; it is not given for %q", forWhat)
-			}
-			d.For = ForRemember
-		default:
-			if forWhat == "" {
-				forWhat = ForOnce
-			}
-			dur, err := DurationOf(forWhat)
-			if err != nil {
-				return Request{}, nil, refuse(ErrInvalid, "%v", err)
-			}
-			if !slices.Contains(g.AllowedDurations(e.r.Server), forWhat) {
-				return Request{}, nil, refuse(ErrInvalid, "server %s allows approvals of at most %s; choose one of %s", e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
-			}
-			d.For = forWhat
-			if dur > 0 {
-				d.Until = now.Add(dur)
-			}
+	var now time.Time
+	for try := 0; ; try++ {
+		now = g.now()
+		if err := g.decidableLocked(e, now); err != nil {
+			return Request{}, nil, err
 		}
-	default:
-		return Request{}, nil, refuse(ErrInvalid, "the verdict is approve or deny, not %q", verdict)
+		if principal.Same(by.Name, e.r.Principal) {
+			return Request{}, nil, refuse(ErrSelf, "request %s was made by %s, who cannot decide it; another approver must", id, by.Name)
+		}
+		d := &Decision{Verdict: verdict, By: by.Name, From: by.From, At: now, Reason: reason}
+		switch verdict {
+		case VerdictDeny:
+		case VerdictApprove:
+			switch {
+			case e.r.Kind == KindConsent:
+				if forWhat != "" && forWhat != ForRemember {
+					return Request{}, nil, refuse(ErrInvalid, "consent is remembered until revoked; it is not given for %q", forWhat)
+				}
+				d.For = ForRemember
+			default:
+				if forWhat == "" {
+					forWhat = ForOnce
+				}
+				dur, err := DurationOf(forWhat)
+				if err != nil {
+					return Request{}, nil, refuse(ErrInvalid, "%v", err)
+				}
+				if !slices.Contains(g.AllowedDurations(e.r.Server), forWhat) {
+					return Request{}, nil, refuse(ErrInvalid, "server %s allows approvals of at most %s; choose one of %s", e.r.Server, g.maxDuration(e.r.Server), strings.Join(g.AllowedDurations(e.r.Server), ", "))
+				}
+				d.For = forWhat
+				if dur > 0 {
+					d.Until = now.Add(dur)
+				}
+			}
+		default:
+			return Request{}, nil, refuse(ErrInvalid, "the verdict is approve or deny, not %q", verdict)
+		}
+		r := e.r.clone()
+		r.Decision = d
+		r.Status = Approved
+		event := "approved"
+		if verdict == VerdictDeny {
+			r.Status, event = Denied, "denied"
+		}
+		r.Ended = now
+		if err := g.storeLocked(e, &r, r.event(now, event, by, reason)); err != nil {
+			if isStale(err) && try < maxTries {
+				continue // decided, expired or joined on another replica: look again
+			}
+			return Request{}, nil, fmt.Errorf("the decision could not be recorded, so it was not taken: %w", err)
+		}
+		e.r = r
+		break
 	}
-	r := e.r.clone()
-	r.Decision = d
-	r.Status = Approved
-	event := "approved"
-	if verdict == VerdictDeny {
-		r.Status, event = Denied, "denied"
-	}
-	r.Ended = now
-	if err := g.store.put(&r, r.event(now, event, by, reason)); err != nil {
-		return Request{}, nil, fmt.Errorf("the decision could not be recorded, so it was not taken: %w", err)
-	}
-	e.r = r
 	g.finishLocked(e)
 	report := newHeldReport(len(e.waiters))
 	for _, w := range e.waiters {
 		w.report = report
 	}
-	switch {
-	case verdict == VerdictDeny:
-		for _, w := range e.waiters {
-			w.sig <- signal{kind: sigDeny}
-		}
-		e.waiters = nil
-	case d.For == ForOnce && len(e.waiters) == 0:
-		// No call is held for it: the agent's retry of the same call
-		// uses it.
-		g.readyLocked(e, now)
-	case d.For == ForOnce:
-		e.chosen = e.waiters[0]
-		e.chosen.sig <- signal{kind: sigOnce}
-	default:
-		k := e.grantKey()
-		g.grants[k] = append(g.grants[k], e)
-		for _, w := range e.waiters {
-			w.sig <- signal{kind: sigGrant}
-		}
-		e.waiters = nil
-	}
+	g.releaseLocked(e, now)
+	d := e.r.Decision
 	g.logger.Info("approval decided", "id", id, "verdict", verdict, "for", d.For, "by", by.Name, "from", by.From)
 	g.changedLocked()
 	return e.r.clone(), report, nil
@@ -1388,7 +1528,8 @@ func (g *Gate) decidableLocked(e *entry, now time.Time) error {
 		g.expireLocked(e, noDecision)
 		return refuse(ErrExpired, "request %s expired at %s; the call did not run", r.ID, r.Expires.UTC().Format(time.RFC3339))
 	}
-	if len(e.waiters) == 0 && r.Kind == KindConsent {
+	if len(e.waiters) == 0 && r.Kind == KindConsent && g.pg == nil {
+		// (With replicas, the read may be held on another one.)
 		g.expireLocked(e, "every call held for it ended before a decision")
 		return refuse(ErrExpired, "request %s has no call waiting any more; it expired", r.ID)
 	}
@@ -1408,26 +1549,33 @@ func (g *Gate) Revoke(id string, by Approver) (Request, error) {
 	if e == nil {
 		return Request{}, refuse(ErrNotFound, "no approval request %q", id)
 	}
-	now := g.now()
-	r := e.r.clone()
-	if !r.Active(now) {
-		switch d := r.Decision; {
-		case r.Status != Approved:
-			return Request{}, refuse(ErrDecided, "request %s is %s: there is no approval to revoke", id, r.Status)
-		case d.Revoked != nil:
-			return Request{}, refuse(ErrDecided, "the approval of request %s was already revoked by %s at %s", id, d.Revoked.By, d.Revoked.At.UTC().Format(time.RFC3339))
-		case d.For == ForOnce:
-			return Request{}, refuse(ErrDecided, "request %s was approved once; an approval once is not remembered, so there is nothing to revoke", id)
-		default:
-			return Request{}, refuse(ErrExpired, "the approval of request %s ended at %s", id, d.Until.UTC().Format(time.RFC3339))
+	var r Request
+	for try := 0; ; try++ {
+		now := g.now()
+		r = e.r.clone()
+		if !r.Active(now) {
+			switch d := r.Decision; {
+			case r.Status != Approved:
+				return Request{}, refuse(ErrDecided, "request %s is %s: there is no approval to revoke", id, r.Status)
+			case d.Revoked != nil:
+				return Request{}, refuse(ErrDecided, "the approval of request %s was already revoked by %s at %s", id, d.Revoked.By, d.Revoked.At.UTC().Format(time.RFC3339))
+			case d.For == ForOnce:
+				return Request{}, refuse(ErrDecided, "request %s was approved once; an approval once is not remembered, so there is nothing to revoke", id)
+			default:
+				return Request{}, refuse(ErrExpired, "the approval of request %s ended at %s", id, d.Until.UTC().Format(time.RFC3339))
+			}
 		}
+		r.Decision.Revoked = &Revocation{By: by.Name, From: by.From, At: now}
+		if err := g.storeLocked(e, &r, r.event(now, "revoked", by, "")); err != nil {
+			if isStale(err) && try < maxTries {
+				continue
+			}
+			return Request{}, fmt.Errorf("the revocation could not be recorded, so it was not made: %w", err)
+		}
+		e.r = r
+		break
 	}
-	r.Decision.Revoked = &Revocation{By: by.Name, From: by.From, At: now}
-	if err := g.store.put(&r, r.event(now, "revoked", by, "")); err != nil {
-		return Request{}, fmt.Errorf("the revocation could not be recorded, so it was not made: %w", err)
-	}
-	e.r = r
-	g.activeGrantLocked(e.grantKey(), now) // drops it
+	g.activeGrantLocked(e.grantKey(), g.now()) // drops it
 	g.logger.Info("approval revoked", "id", id, "by", by.Name, "from", by.From)
 	g.changedLocked()
 	return e.r.clone(), nil

@@ -80,6 +80,10 @@ type Request struct {
 	// Ran is set for an approval once: what became of it. "ran" when the
 	// held call was dispatched; otherwise why it was not.
 	Ran string `json:"ran,omitempty"`
+	// rev is the request's revision in a shared store (0 in the file
+	// store): a change is recorded only over the revision it was made
+	// from.
+	rev int64
 }
 
 // Decision is a human's answer to a request.

@@ -54,12 +54,37 @@ type Event struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-// store is the durable side of the gate. Every change is written and
-// synced to disk before it takes effect: a decision the store could not
-// record is not taken. After a failed write the store refuses every later
-// change (the gateway must be restarted), so the file never holds a torn
-// line in its middle.
-type store struct {
+// Store is the durable side of the gate: where its requests and audit log
+// are kept. Every change is recorded before it takes effect: a decision the
+// store could not record is not taken. The gate's own file store (in
+// Config.StateDir) is the default; a PostgresStore (Config.Store) lets
+// several gateways share one state.
+type Store interface {
+	// put records r as it now stands, and ev (when not nil) in the audit
+	// log. A shared store records it only if the stored request is still
+	// at r.rev (a *staleError otherwise) and sets r.rev to its new revision.
+	put(r *Request, ev *Event) error
+	// logEvent appends ev to the audit log alone.
+	logEvent(ev *Event) error
+	// failed returns the error that keeps the store from recording, if any.
+	failed() error
+	close() error
+}
+
+// staleError is a change a shared store refused because another gateway
+// changed the request first: cur is the request as stored now (nil when it
+// is gone).
+type staleError struct{ cur *Request }
+
+func (e *staleError) Error() string {
+	return "the request was changed by another gateway sharing the state"
+}
+
+// fileStore is the gate's store in files. Every change is written and
+// synced to disk before it takes effect. After a failed write the store
+// refuses every later change (the gateway must be restarted), so the file
+// never holds a torn line in its middle.
+type fileStore struct {
 	dir   string
 	mu    sync.Mutex
 	state *os.File
@@ -75,7 +100,7 @@ type store struct {
 // openStore locks the store in dir and reads its requests. A last line cut
 // short (the gateway stopped while writing it) is dropped, and reported in
 // torn; any other unreadable line is an error naming the file and line.
-func openStore(dir string, logger *slog.Logger) (s *store, reqs map[string]*Request, torn string, err error) {
+func openStore(dir string, logger *slog.Logger) (s *fileStore, reqs map[string]*Request, torn string, err error) {
 	if dir == "" {
 		return nil, nil, "", errors.New("no state directory: approvals must survive a restart, so the gate needs the gateway's state_dir")
 	}
@@ -86,7 +111,7 @@ func openStore(dir string, logger *slog.Logger) (s *store, reqs map[string]*Requ
 	if !st.IsDir() {
 		return nil, nil, "", fmt.Errorf("state directory %s is not a directory", dir)
 	}
-	s = &store{dir: dir, logger: logger}
+	s = &fileStore{dir: dir, logger: logger}
 	lock, err := lockDir(filepath.Join(dir, lockFile))
 	if err != nil {
 		return nil, nil, "", err
@@ -166,7 +191,7 @@ func (r *Request) check() error {
 
 // compact rewrites the state file with reqs only, atomically, and opens it
 // for appending.
-func (s *store) compact(reqs []*Request) error {
+func (s *fileStore) compact(reqs []*Request) error {
 	sort.Slice(reqs, func(i, j int) bool {
 		if !reqs[i].Created.Equal(reqs[j].Created) {
 			return reqs[i].Created.Before(reqs[j].Created)
@@ -196,7 +221,7 @@ func (s *store) compact(reqs []*Request) error {
 // put records r as it now stands, and ev (when not nil) in the audit log.
 // The request line is synced first: once put returns nil the change
 // survives a crash.
-func (s *store) put(r *Request, ev *Event) error {
+func (s *fileStore) put(r *Request, ev *Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -221,7 +246,7 @@ func (s *store) put(r *Request, ev *Event) error {
 }
 
 // event appends ev to the audit log alone.
-func (s *store) logEvent(ev *Event) error {
+func (s *fileStore) logEvent(ev *Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {
@@ -230,7 +255,7 @@ func (s *store) logEvent(ev *Event) error {
 	return s.event(ev)
 }
 
-func (s *store) event(ev *Event) error {
+func (s *fileStore) event(ev *Event) error {
 	line, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -239,7 +264,7 @@ func (s *store) event(ev *Event) error {
 	return s.write(s.audit, AuditFile)
 }
 
-func (s *store) write(f *os.File, name string) error {
+func (s *fileStore) write(f *os.File, name string) error {
 	_, err := f.Write(s.buf)
 	if err == nil {
 		err = f.Sync()
@@ -252,13 +277,13 @@ func (s *store) write(f *os.File, name string) error {
 }
 
 // failed returns the store's write error, if any.
-func (s *store) failed() error {
+func (s *fileStore) failed() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.broken
 }
 
-func (s *store) close() error {
+func (s *fileStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error

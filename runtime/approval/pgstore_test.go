@@ -1,0 +1,494 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/policyc/policyc/internal/pgtest"
+)
+
+// openReplica opens a gate on the shared state database at dsn, as one
+// gateway replica does.
+func openReplica(t testing.TB, dsn string, mutate func(*Config, *PostgresOptions)) *Gate {
+	t.Helper()
+	cfg := Config{PageServed: true, PageURL: "http://approvals.test"}
+	o := PostgresOptions{DSN: dsn}
+	if mutate != nil {
+		mutate(&cfg, &o)
+	}
+	pg, err := OpenPostgres(context.Background(), o)
+	if err != nil {
+		t.Fatalf("OpenPostgres: %v", err)
+	}
+	cfg.Store = pg
+	g, err := Open(cfg)
+	if err != nil {
+		pg.Close()
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		g.Close()
+		pg.Close()
+	})
+	return g
+}
+
+// queryRow reads one row of the database at dsn.
+func queryRow(t testing.TB, dsn, sql string, dest ...any) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(context.Background(), sql).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// pendingOn waits until g knows a pending request for principal and tool,
+// and returns it (it may be held on another replica).
+func pendingOn(t testing.TB, g *Gate, principal, tool string) Request {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		ch := g.Changed()
+		for _, r := range g.List(Filter{Status: Pending}) {
+			if r.Principal == principal && r.Tool == tool {
+				return r
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no pending request for %s/%s", principal, tool)
+		}
+	}
+}
+
+// waitingOn waits until the gates hold n calls for request id in all.
+func waitingOn(t testing.TB, id string, n int, gates ...*Gate) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		var chs []<-chan struct{}
+		total := 0
+		for _, g := range gates {
+			chs = append(chs, g.Changed())
+			total += g.Waiting(id)
+		}
+		if total == n {
+			return
+		}
+		if total > n {
+			t.Fatalf("%d calls held for %s, want %d", total, id, n)
+		}
+		cases := make(chan struct{}, len(chs))
+		stop := make(chan struct{})
+		for _, ch := range chs {
+			go func() {
+				select {
+				case <-ch:
+					cases <- struct{}{}
+				case <-stop:
+				}
+			}()
+		}
+		select {
+		case <-cases:
+			close(stop)
+		case <-deadline:
+			close(stop)
+			t.Fatalf("%d calls held for %s, want %d", total, id, n)
+		}
+	}
+}
+
+// The PostgreSQL store keeps what the file store keeps: requests,
+// decisions, remembered approvals (which stand after a restart), the audit
+// log; never the arguments or their fingerprint.
+func TestPostgresStore(t *testing.T) {
+	dsn := pgtest.DB(t)
+	g := openReplica(t, dsn, nil)
+	const secret = `{"repo":"acme/secret-repo-name"}`
+	h := hold(context.Background(), g, call("alice", "delete_repo", secret))
+	r := pendingFor(t, g, "alice", "delete_repo", 1)
+	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
+	if o := recv(t, h); o.err != nil || o.o.Answer != AnswerRun {
+		t.Fatalf("held call: %+v", o)
+	}
+	g.Close()
+
+	// A new gateway on the same database: the approval for an hour stands.
+	g2 := openReplica(t, dsn, nil)
+	o, err := g2.HoldCall(context.Background(), call("alice", "delete_repo", `{"repo":"other"}`))
+	if err != nil || o.Answer != AnswerRun || o.RequestID != r.ID {
+		t.Fatalf("under the remembered approval: %+v, %v; want run under %s", o, err, r.ID)
+	}
+	var events string
+	queryRow(t, dsn, `SELECT string_agg(event, ',' ORDER BY seq) FROM approval_events WHERE id = '`+r.ID+`'`, &events)
+	if events != "requested,approved" {
+		t.Errorf("audit events %q, want requested,approved", events)
+	}
+	var dump string
+	queryRow(t, dsn, `SELECT string_agg(data::text, ' ') FROM approval_requests`, &dump)
+	if strings.Contains(dump, "sha256:") {
+		t.Errorf("the stored requests hold a fingerprint: %s", dump)
+	}
+	var fold string
+	queryRow(t, dsn, `SELECT fold FROM approval_requests WHERE id = '`+r.ID+`'`, &fold)
+	if !strings.HasPrefix(fold, "h:") {
+		t.Errorf("fold %q is not the keyed hash", fold)
+	}
+}
+
+// A database whose schema is newer than this build is refused, saying so.
+func TestPostgresNewerSchemaRefused(t *testing.T) {
+	dsn := pgtest.DB(t)
+	pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg.Close()
+	pgtest.Exec(t, dsn, `INSERT INTO policyc_schema (version_id, is_applied) VALUES (99, true)`)
+	_, err = OpenPostgres(context.Background(), PostgresOptions{DSN: dsn})
+	if err == nil || !strings.Contains(err.Error(), "schema is version 99, newer than this gateway's (1)") {
+		t.Fatalf("got %v, want the newer schema refused", err)
+	}
+}
+
+// Replicas migrating one new database at once migrate it once.
+func TestPostgresConcurrentMigrations(t *testing.T) {
+	dsn := pgtest.DB(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn})
+			if err == nil {
+				pg.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A call held on one replica runs when an approver decides on another.
+func TestReplicaDecidesElsewhere(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a, b := openReplica(t, dsn, nil), openReplica(t, dsn, nil)
+	h := hold(context.Background(), a, call("alice", "merge", `{"pr":1}`))
+	r := pendingOn(t, b, "alice", "merge")
+	waitingOn(t, r.ID, 1, a)
+	mustDecide(t, b, r.ID, VerdictApprove, ForOnce)
+	if o := recv(t, h); o.err != nil || o.o.Answer != AnswerRun {
+		t.Fatalf("held call on a: %+v", o)
+	}
+	// Denial travels the same way.
+	h = hold(context.Background(), b, call("alice", "merge", `{"pr":2}`))
+	r = pendingOn(t, a, "alice", "merge")
+	waitingOn(t, r.ID, 1, b)
+	if _, err := a.Decide(r.ID, VerdictDeny, "", "not now", Approver{Name: "carol", From: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := recv(t, h); o.o.Answer != AnswerDenied || o.o.Reason != "not now" {
+		t.Fatalf("held call on b: %+v", o)
+	}
+	// The second decision of one request, on the other replica, is refused.
+	if _, err := b.Decide(r.ID, VerdictApprove, ForOnce, "", Approver{Name: "dave", From: "test"}); !errors.Is(err, ErrDecided) {
+		t.Fatalf("second decision: %v, want ErrDecided", err)
+	}
+}
+
+// With notifications off, the periodic re-read alone releases the call.
+func TestReplicaResync(t *testing.T) {
+	dsn := pgtest.DB(t)
+	quiet := func(_ *Config, o *PostgresOptions) { o.noListen, o.Resync = true, 20*time.Millisecond }
+	a, b := openReplica(t, dsn, quiet), openReplica(t, dsn, quiet)
+	h := hold(context.Background(), a, call("alice", "merge", `{"pr":1}`))
+	r := pendingOn(t, b, "alice", "merge")
+	mustDecide(t, b, r.ID, VerdictApprove, ForOnce)
+	if o := recv(t, h); o.err != nil || o.o.Answer != AnswerRun {
+		t.Fatalf("held call on a: %+v", o)
+	}
+}
+
+// 100 identical calls spread over three replicas make one request, and an
+// approval once runs exactly one of them; the others are duplicates.
+func TestReplicasApproveOnceExactlyOnce(t *testing.T) {
+	dsn := pgtest.DB(t)
+	gates := []*Gate{openReplica(t, dsn, nil), openReplica(t, dsn, nil), openReplica(t, dsn, nil)}
+	const n = 100
+	results := make([]<-chan held, n)
+	for i := range n {
+		results[i] = hold(context.Background(), gates[i%len(gates)], call("alice", "deploy", `{"env":"prod"}`))
+	}
+	r := pendingOn(t, gates[0], "alice", "deploy")
+	waitingOn(t, r.ID, n, gates...)
+	var ids []string
+	for _, g := range gates {
+		for _, q := range g.List(Filter{Status: Pending}) {
+			ids = append(ids, q.ID)
+		}
+	}
+	for _, id := range ids {
+		if id != r.ID {
+			t.Fatalf("pending requests %v: identical calls did not fold into one", ids)
+		}
+	}
+	mustDecide(t, gates[1], r.ID, VerdictApprove, ForOnce)
+	count := map[Answer]int{}
+	for _, ch := range results {
+		h := recv(t, ch)
+		if h.err != nil {
+			t.Fatal(h.err)
+		}
+		count[h.o.Answer]++
+	}
+	if count[AnswerRun] != 1 || count[AnswerDuplicate] != n-1 {
+		t.Fatalf("answers %v, want 1 run and %d duplicates", count, n-1)
+	}
+	var ran string
+	queryRow(t, dsn, `SELECT ran FROM approval_requests WHERE id = '`+r.ID+`'`, &ran)
+	var runs int
+	queryRow(t, dsn, `SELECT count(*) FROM approval_events WHERE id = '`+r.ID+`' AND event = 'ran'`, &runs)
+	if ran != "ran" || runs != 1 {
+		t.Fatalf("stored ran %q with %d ran events, want ran once", ran, runs)
+	}
+}
+
+// An approval once decided while no call is held is used by the agent's
+// retry on any replica, by one retry only: of two retries on two replicas,
+// one runs; the other does not (a duplicate, a new request when the first
+// had used the approval already, as on one gateway, or a call whose short
+// hold ended as the decision reached it).
+func TestReplicasReadyOnce(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a, b := openReplica(t, dsn, nil), openReplica(t, dsn, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := hold(ctx, a, call("alice", "merge", `{"pr":7}`))
+	r := pendingFor(t, a, "alice", "merge", 1)
+	cancel()
+	if o := recv(t, h); o.o.Answer != AnswerPending {
+		t.Fatalf("the call that left: %+v", o)
+	}
+	mustDecide(t, a, r.ID, VerdictApprove, ForOnce)
+	var wg sync.WaitGroup
+	answers := make([]Outcome, 2)
+	for i, g := range []*Gate{a, b} {
+		wg.Go(func() {
+			c := call("alice", "merge", `{"pr":7}`)
+			c.HoldFor = time.Millisecond
+			o, err := g.HoldCall(context.Background(), c)
+			if err != nil {
+				o.Answer, o.Reason = 0, err.Error()
+			}
+			answers[i] = o
+		})
+	}
+	wg.Wait()
+	runs := 0
+	for _, o := range answers {
+		if o.Answer == AnswerRun {
+			runs++
+		}
+	}
+	if runs != 1 || answers[0].Answer == AnswerRun && answers[0].RequestID != r.ID || answers[1].Answer == AnswerRun && answers[1].RequestID != r.ID {
+		t.Fatalf("answers %+v: want exactly one run, under %s", answers, r.ID)
+	}
+}
+
+// The per-principal cap counts pending requests across replicas.
+func TestReplicasPendingCap(t *testing.T) {
+	dsn := pgtest.DB(t)
+	two := func(c *Config, _ *PostgresOptions) { c.MaxPending = 2 }
+	a, b := openReplica(t, dsn, two), openReplica(t, dsn, two)
+	hold(context.Background(), a, call("alice", "t1", `{}`))
+	pendingFor(t, a, "alice", "t1", 1)
+	hold(context.Background(), b, call("alice", "t2", `{}`))
+	pendingFor(t, b, "alice", "t2", 1)
+	o, err := a.HoldCall(context.Background(), call("alice", "t3", `{}`))
+	if err != nil || o.Answer != AnswerRefused || !strings.Contains(o.Reason, "2 approval requests") {
+		t.Fatalf("third request: %+v, %v; want refused, counting both replicas", o, err)
+	}
+	// Another principal is not counted.
+	h := hold(context.Background(), b, call("bob", "t3", `{}`))
+	pendingFor(t, b, "bob", "t3", 1)
+	_ = h
+}
+
+// A replica that stops during a hold loses no request: the agent's retry
+// on another replica folds into it, and the decision runs it there.
+func TestReplicaStopsMidHold(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a, b := openReplica(t, dsn, nil), openReplica(t, dsn, nil)
+	h := hold(context.Background(), a, call("alice", "merge", `{"pr":3}`))
+	r := pendingFor(t, a, "alice", "merge", 1)
+	a.Close()
+	if o := recv(t, h); o.o.Answer != AnswerTimedOut || o.o.Reason != gatewayStopped {
+		t.Fatalf("the call held on the stopped replica: %+v", o)
+	}
+	h = hold(context.Background(), b, call("alice", "merge", `{"pr":3}`))
+	waitingOn(t, r.ID, 1, b)
+	if got, _ := b.Get(r.ID); got.Status != Pending || got.Calls != 2 {
+		t.Fatalf("request after the retry: %s with %d calls, want pending with 2", got.Status, got.Calls)
+	}
+	mustDecide(t, b, r.ID, VerdictApprove, ForOnce)
+	if o := recv(t, h); o.o.Answer != AnswerRun || o.o.RequestID != r.ID {
+		t.Fatalf("the retried call: %+v", o)
+	}
+}
+
+// proxy forwards TCP connections to target until it is stopped, which cuts
+// every connection: the database as a gateway sees it go down.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	down   bool
+}
+
+func newProxy(t testing.TB, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); p.setDown(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.down {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// syncLog is a log buffer safe for concurrent writes.
+type syncLog struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{}
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if l.changed != nil {
+		close(l.changed)
+	}
+	l.changed = make(chan struct{})
+	return len(p), nil
+}
+
+// waitFor waits until the log holds s.
+func (l *syncLog) waitFor(t testing.TB, s string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.b.String(), s) {
+			l.mu.Unlock()
+			return
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("the log never said %q:\n%s", s, l.b.String())
+		}
+	}
+}
+
+// With the database down, a call that needs a hold is refused at once with
+// an error that says so (a request that cannot be recorded is not made),
+// remembered approvals still let calls through, and the store reconnects
+// by itself once the database is back, saying so in its log.
+func TestPostgresDown(t *testing.T) {
+	dsn := pgtest.DB(t)
+	p := newProxy(t, "127.0.0.1:5432")
+	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
+	log := &syncLog{}
+	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
+		o.Logger = slogTo(log)
+		o.Timeout = 2 * time.Second
+	})
+	h := hold(context.Background(), g, call("alice", "read", `{}`))
+	r := pendingFor(t, g, "alice", "read", 1)
+	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
+	recv(t, h)
+
+	p.setDown(true)
+	log.waitFor(t, "lost the connection to the state database")
+	start := time.Now()
+	_, err := g.HoldCall(context.Background(), call("alice", "write", `{}`))
+	if err == nil || !strings.Contains(err.Error(), "could not be recorded, so it was not made and the call did not run") {
+		t.Fatalf("hold with the database down: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the refusal took %s", d)
+	}
+	if o, err := g.HoldCall(context.Background(), call("alice", "read", `{"x":1}`)); err != nil || o.Answer != AnswerRun {
+		t.Fatalf("under a remembered approval with the database down: %+v, %v", o, err)
+	}
+
+	p.setDown(false)
+	log.waitFor(t, "reconnected to the state database")
+	h = hold(context.Background(), g, call("alice", "write", `{}`))
+	r = pendingFor(t, g, "alice", "write", 1)
+	mustDecide(t, g, r.ID, VerdictDeny, "")
+	if o := recv(t, h); o.o.Answer != AnswerDenied {
+		t.Fatalf("after the database came back: %+v", o)
+	}
+}
+
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

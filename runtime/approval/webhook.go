@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/policyc/policyc/internal/termsafe"
+	"github.com/policyc/policyc/runtime/gateway"
 )
 
 // Webhook deliveries: a POST of a JSON WebhookEvent with these headers.
@@ -258,4 +261,59 @@ func (g *Gate) recordDelivery(e *entry, d Delivery) {
 	}
 	e.r = r
 	g.changedLocked()
+}
+
+// EventDrift is the event of a drift delivery: an upstream's tool, prompt
+// or resource is no longer the definition the table pins.
+const EventDrift = "definition.drift"
+
+// DriftEvent is the body of a drift delivery. Its text fields come from an
+// upstream and are neutralised as Neutral does.
+type DriftEvent struct {
+	// Event is EventDrift.
+	Event string        `json:"event"`
+	Drift gateway.Drift `json:"drift"`
+}
+
+// NotifyDrift delivers d, signed as approval deliveries are, to each of
+// webhooks (the table's webhook channels), with the same retries. It is
+// for the gateway, which calls it once per drift found.
+func (a approvals) NotifyDrift(ctx context.Context, d gateway.Drift, webhooks []string) {
+	a.g.deliverDrift(d, webhooks)
+}
+
+func (g *Gate) deliverDrift(d gateway.Drift, webhooks []string) {
+	s := termsafe.String
+	d.Server, d.Kind, d.Name, d.Mode, d.Difference = s(d.Server), s(d.Kind), s(d.Name), s(d.Mode), s(d.Difference)
+	body, err := json.Marshal(DriftEvent{Event: EventDrift, Drift: d})
+	if err != nil {
+		g.logger.Error("drift delivery not sent", "error", err.Error())
+		return
+	}
+	// One id per drift: the same on every attempt and every channel.
+	id := "drift-" + strings.TrimPrefix(d.Live, "sha256:")
+	if len(id) > len("drift-")+16 {
+		id = id[:len("drift-")+16]
+	}
+	o := g.cfg.Webhook
+	for _, target := range webhooks {
+		backoff := o.MinBackoff
+		for attempt := 1; ; attempt++ {
+			err := g.post(target, body, EventDrift, id, attempt)
+			if err == nil {
+				break
+			}
+			g.logger.Warn("drift delivery failed", "id", id, "attempt", attempt, "of", o.Attempts, "error", err.Error())
+			if attempt == o.Attempts {
+				g.logger.Error("drift delivery failed for good; the drift is in the gateway's log and its status", "id", id, "error", err.Error())
+				break
+			}
+			select {
+			case <-time.After(backoff):
+			case <-g.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, o.MaxBackoff)
+		}
+	}
 }

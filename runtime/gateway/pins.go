@@ -77,6 +77,26 @@ type Drift struct {
 	TableDigest string `json:"table_digest"`
 }
 
+// DriftNotifier is an ApprovalGate that also delivers drift: the gateway
+// tells it of each drift as it is first found, with the URLs of the
+// table's webhook channels (the approval package's gate signs and sends
+// them as it does approval requests).
+type DriftNotifier interface {
+	NotifyDrift(ctx context.Context, d Drift, webhooks []string)
+}
+
+// webhooks are the distinct URLs of t's webhook channels, sorted.
+func webhooks(t *table.Table) []string {
+	var out []string
+	for _, ch := range t.Channels {
+		if ch.Kind == table.ChannelWebhook && ch.URL != "" {
+			out = append(out, ch.URL)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // SetDriftNotify sets a function told of every drift as it is first
 // found (for instance, a signed webhook delivery). It is called on its own
 // goroutine.
@@ -227,6 +247,11 @@ func (g *Gateway) checkPins() {
 			"table_serial", d.TableSerial, "table_digest", d.TableDigest)
 		if ps.notify != nil {
 			go ps.notify(g.ctx, d)
+		}
+		if n, ok := g.cfg.Approvals.(DriftNotifier); ok {
+			if hooks := webhooks(t.Source()); len(hooks) > 0 {
+				go n.NotifyDrift(g.ctx, d, hooks)
+			}
 		}
 	}
 }

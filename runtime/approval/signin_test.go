@@ -524,3 +524,41 @@ func TestPageSignInsPerSource(t *testing.T) {
 		}
 	}
 }
+
+// A session of the provider's sign-in ends when its access token does,
+// well before the sign-in's 12 hours; and the page shows an approver the
+// request its own subject made as theirs, without decision buttons.
+func TestPageSignInSession(t *testing.T) {
+	p := startProvider(t)
+	p.SetUser("erin", testop.User{Password: "erin-password", Subject: "sub-erin", Lifetime: 10 * time.Minute,
+		Claims: map[string]any{"email": "erin@example.com", "groups": []any{"approvers"}}})
+	clk := newClock()
+	g, srv := signInServer(t, p, func(c *Config) { c.Now = clk.Now })
+	own := principal.Ref(principal.Parts{Name: "deploy-bot", Issuer: p.Issuer, Subject: "sub-erin"})
+	ch := hold(context.Background(), g, call(own, "merge_pull_request", `{}`))
+	r := pendingFor(t, g, own, "merge_pull_request", 1)
+
+	c := browse(t)
+	resp, body := providerLogin(t, c, srv.URL+"/signin?next="+url.QueryEscape("/approvals/"+r.ID), "erin", "erin-password")
+	if resp.StatusCode != 200 || !strings.Contains(body, "You made this request") || strings.Contains(body, `id="`+r.ID+`-once"`) {
+		t.Fatalf("erin's own subject's request: %d %s", resp.StatusCode, body)
+	}
+	page := func() string {
+		t.Helper()
+		resp, err := c.Get(srv.URL + "/approvals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Request.URL.Path
+	}
+	clk.Add(9 * time.Minute)
+	if at := page(); at != "/approvals" {
+		t.Fatalf("signed out before the token expired: at %s", at)
+	}
+	clk.Add(2 * time.Minute)
+	if at := page(); at != "/login" {
+		t.Fatalf("still signed in after the token expired: at %s", at)
+	}
+	still(t, g, r.ID, ch)
+}

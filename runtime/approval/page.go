@@ -16,10 +16,11 @@ import (
 )
 
 // The approvals page is server-rendered HTML that works without
-// JavaScript. An approver signs in with an approver token once; the page
-// then keeps a session in a cookie (HttpOnly, SameSite=Lax) and every form
-// carries the session's CSRF token, and a POST whose Origin (or
-// Sec-Fetch-Site) says it came from another site is refused.
+// JavaScript. An approver signs in once, with an approver token or
+// through the identity provider (signin.go); the page then keeps a
+// session in a cookie (HttpOnly, SameSite=Lax) and every form carries the
+// session's CSRF token, and a POST whose Origin (or Sec-Fetch-Site) says
+// it came from another site is refused.
 
 //go:embed page.html
 var pageHTML string

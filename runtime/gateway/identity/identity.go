@@ -1,6 +1,8 @@
 // Package identity verifies the OAuth 2.1 access tokens the gateway's HTTP
 // front is presented (JWTs, RFC 9068) and maps their claims to the
-// principal and groups the policy names.
+// principal and groups the policy names. The admin listener verifies
+// approvers' tokens with a Verifier of its own, for its own audience
+// (runtime/approval).
 //
 // A Verifier knows the configured issuers. Each has its keys from its JWKS,
 // found by OpenID discovery or given as a URL, fetched when the Verifier is

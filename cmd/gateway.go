@@ -116,6 +116,7 @@ key made there); examples/team/gateway is shaped for production.`,
 	f.StringVar(&o.state, "state", "", "keep the last accepted serial in `DIR` instead of the configuration's state_dir")
 	f.StringVar(&o.decisionLog, "decision-log", "", "append the decision log to `FILE` (\"-\": standard error) instead of the configuration's decision_log")
 	addCheckFlag(f, &o.check, "exit 1 when the configuration or the table has problems; prints a summary when it passes")
+	c.AddCommand(newGatewayStatusCmd())
 	return c
 }
 
@@ -144,12 +145,24 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		from = "the configuration's table (" + pos.String() + ")"
 	}
 	s.Gateway.Tables = tableLoader(s.Table, from, s.Trust, s.StateDir, o.check)
+	pg, err := openState(c.Context(), s.State, logger)
+	if err != nil {
+		return err
+	}
+	if pg != nil {
+		// After the gate (deferred later, closed first).
+		defer pg.Close()
+		s.Gateway.Tables = sharedTables(s.Gateway.Tables, pg, o.check)
+	}
 	var serving atomic.Pointer[gateway.Gateway]
 	var gate *approval.Gate
 	var adminLn net.Listener
 	if s.Approvals != nil {
 		cfg := *s.Approvals
 		cfg.StateDir, cfg.Logger = s.StateDir, logger
+		if pg != nil && !o.check {
+			cfg.Store = pg
+		}
 		if s.AdminAddress != "" && !o.check {
 			// Listen before the gate opens, so that links to requests
 			// name the address the listener really has (a port of 0 is
@@ -294,6 +307,9 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	defer g.Close()
 	serving.Store(g)
+	if pg != nil {
+		pg.Serving(ctx, g.Table())
+	}
 	if adminLn != nil {
 		h, err := gate.AdminHandler(s.Admin)
 		if err != nil {
@@ -315,7 +331,10 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	go func() {
 		for range hup {
-			g.Reload() // a refusal is logged; the serving table stays
+			// A refusal is logged; the serving table stays.
+			if g.Reload() == nil && pg != nil {
+				pg.Serving(ctx, g.Table())
+			}
 		}
 	}()
 

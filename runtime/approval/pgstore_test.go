@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/policyc/policyc/internal/pgtest"
+	"github.com/policyc/policyc/internal/policytest"
+	"github.com/policyc/policyc/runtime/decide"
 )
 
 // openReplica opens a gate on the shared state database at dsn, as one
@@ -492,3 +494,77 @@ func TestPostgresDown(t *testing.T) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+const rollbackPolicy = `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+
+mcp_servers: linear: access: tool: allow_list: ["echo"]
+`
+
+func servedTable(t testing.TB, serial uint64, policy string) *decide.Table {
+	t.Helper()
+	rt, err := decide.Load(policytest.Compile(t, policy, serial))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// The rollback high-water mark is the fleet's: a replica refuses a table
+// older than one another replica accepted, though it never saw that one;
+// the same serial with other content is refused too; a read-only check
+// records nothing. Each replica's serving table is shown by Status.
+func TestSharedRollbackMark(t *testing.T) {
+	dsn := pgtest.DB(t)
+	open := func(name string) *PostgresStore {
+		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pg.Close)
+		return pg
+	}
+	a, b := open("eu-1"), open("eu-2")
+	ctx := context.Background()
+	t1, t2 := servedTable(t, 1, rollbackPolicy), servedTable(t, 2, rollbackPolicy)
+	t2other := servedTable(t, 2, strings.Replace(rollbackPolicy, `"echo"`, `"echo", "search"`, 1))
+	if err := b.AcceptTable(ctx, t1, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Serving(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AcceptTable(ctx, t2, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AcceptTable(ctx, t1, false); err != nil {
+		t.Fatalf("after a read-only check of serial 2: %v", err)
+	}
+	if err := a.AcceptTable(ctx, t2, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Serving(ctx, t2); err != nil {
+		t.Fatal(err)
+	}
+	err := b.AcceptTable(ctx, t1, false)
+	if !errors.Is(err, decide.ErrRollback) || !strings.Contains(err.Error(), "table serial 1 is older than serial 2, accepted by replica eu-1") {
+		t.Fatalf("rollback on the replica that never saw serial 2: %v", err)
+	}
+	if err := b.AcceptTable(ctx, t2, false); err != nil {
+		t.Fatalf("serial 2 again: %v", err)
+	}
+	if err := b.AcceptTable(ctx, t2other, false); !errors.Is(err, decide.ErrRollback) || !strings.Contains(err.Error(), "its content differs") {
+		t.Fatalf("other content at serial 2: %v", err)
+	}
+	replicas, accepted, _, err := a.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replicas) != 2 || replicas[0].Name != "eu-1" || replicas[0].Serial != 2 || replicas[1].Name != "eu-2" || replicas[1].Serial != 1 {
+		t.Fatalf("replicas %+v", replicas)
+	}
+	if accepted == nil || accepted.Serial != 2 || accepted.By != "eu-1" || accepted.Digest != t2.Digest() {
+		t.Fatalf("accepted %+v", accepted)
+	}
+}

@@ -120,6 +120,9 @@ type Config struct {
 	Approvals    *approval.Config
 	AdminAddress string
 	Admin        approval.AdminOptions
+	// State is where replicas share their state (state.postgres), nil
+	// when the state is state_dir's alone.
+	State *State
 	// Observe is the observe block's metrics and traces.
 	Observe Observe
 	// AdminOAuth configures approvers from an identity provider
@@ -268,6 +271,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	r.upstreams()
 	r.front()
 	r.approvals()
+	r.state()
 	r.observe()
 	c := r.c
 	c.Gateway.CallTimeout = time.Duration(r.file.CallTimeoutSeconds) * time.Second

@@ -17,6 +17,7 @@ type gatewayFile struct {
 	Upstreams             map[string]upstreamFile `json:"upstreams"`
 	Front                 frontFile               `json:"front"`
 	Approvals             *approvalsFile          `json:"approvals"`
+	State                 *stateFile              `json:"state"`
 	Observe               *observeFile            `json:"observe"`
 	CallTimeoutSeconds    int                     `json:"call_timeout_seconds"`
 	ConnectTimeoutSeconds int                     `json:"connect_timeout_seconds"`

@@ -157,3 +157,31 @@ func TestToolDigestMatches(t *testing.T) {
 		t.Error("an input schema that is not an object has a digest")
 	}
 }
+
+// FuzzToolDigest checks ToolDigest, the gateway's direct writer, against
+// the RFC 8785 library over any input schema a server could send.
+func FuzzToolDigest(f *testing.F) {
+	f.Add(`{"type":"object","properties":{"a":{"type":"number","maximum":1e308}}}`, "desc")
+	f.Add(`{"é":1,"𝄞":[true,null,-0.0,1.5e-9],"ｚ":"\u2028<>&"}`, "\x00\x1f\"\\")
+	f.Fuzz(func(t *testing.T, schema, description string) {
+		var v any
+		if json.Unmarshal([]byte(schema), &v) != nil {
+			return
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return
+		}
+		tl := &mcp.Tool{Name: "t", Description: description, InputSchema: v, Annotations: &mcp.ToolAnnotations{Title: description}}
+		got, err := ToolDigest(tl)
+		ct, cerr := ToolFromMCP(tl)
+		if (err == nil) != (cerr == nil) {
+			t.Fatalf("ToolDigest error %v, ToolFromMCP error %v", err, cerr)
+		}
+		if err != nil {
+			return
+		}
+		if want := ct.DefinitionDigest(); got != want {
+			t.Fatalf("ToolDigest %s, the library's %s", got, want)
+		}
+	})
+}

@@ -89,59 +89,7 @@ func TestGatewayReplicas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a subprocess upstream")
 	}
-	dsn := pgtest.DB(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "testupstream")
-	if out, err := exec.Command("go", "build", "-o", bin, "../runtime/gateway/internal/testupstream/cmd/testupstream").CombinedOutput(); err != nil {
-		t.Fatalf("go build testupstream: %v\n%s", err, out)
-	}
-	write := func(name, content string) {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("policy/policy.cue", `package policy
-
-defaults: {tool: "deny", prompt: "deny", resource: "deny"}
-
-approval_channels: page: approvals_page: {}
-
-mcp_servers: github: access: tool: {
-	allow_list: ["echo"]
-	approval_list: ["merge_pull_request"]
-	approval_timeout_seconds: 60
-	approval_channel: "page"
-}
-`)
-	t.Chdir(dir)
-	for _, args := range [][]string{
-		{"keygen", "--out", "ci"},
-		{"compile", "policy", "-o", "table.json"},
-		{"sign", "table.json", "--key", "ci.key", "-o", "table.signed.json"},
-	} {
-		if code, out, errOut := runPolicyc(args...); code != 0 {
-			t.Fatalf("policyc %v: %d\n%s%s", args, code, out, errOut)
-		}
-	}
-	t.Setenv("POLICYC_TEST_STATE_DSN", dsn)
-	for _, name := range []string{"a", "b"} {
-		os.MkdirAll(filepath.Join(dir, "state-"+name), 0o755)
-		write(name+".cue", fmt.Sprintf(`package gateway
-
-table:     "table.signed.json"
-trust:     ["ci.pub"]
-state_dir: "state-%s"
-state: postgres: {dsn_env: "POLICYC_TEST_STATE_DSN", replica: "replica-%s"}
-decision_log: "decisions-%s.jsonl"
-upstreams: github: command: [%q, "-name", "github"]
-front: stdio: principal: "alice"
-approvals: admin: {
-	address: "127.0.0.1:0"
-	approvers: carol: token_sha256: [%q]
-}
-`, name, name, name, bin, sha256Hex("carol-token")))
-	}
+	setupReplicas(t, "a", "b")
 	a, b := startGateway(t, "a.cue"), startGateway(t, "b.cue")
 	a.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__merge_pull_request","arguments":{"number":7,"repo":"acme/web"}}}`)
 
@@ -184,5 +132,67 @@ approvals: admin: {
 	}
 	if !strings.Contains(a.stderr.String(), "replica serving table") || !strings.Contains(a.stderr.String(), "replica=replica-a") {
 		t.Errorf("a's log does not say which table it serves:\n%s", a.stderr.String())
+	}
+}
+
+// setupReplicas makes, in a new directory it moves to, a signed table that
+// holds github__merge_pull_request for approval, and a gateway
+// configuration NAME.cue per name: a stdio front for alice, an admin
+// listener for the approver carol (token "carol-token"), and the state
+// shared in a new database.
+func setupReplicas(t *testing.T, names ...string) {
+	t.Helper()
+	dsn := pgtest.DB(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "testupstream")
+	if out, err := exec.Command("go", "build", "-o", bin, "../runtime/gateway/internal/testupstream/cmd/testupstream").CombinedOutput(); err != nil {
+		t.Fatalf("go build testupstream: %v\n%s", err, out)
+	}
+	write := func(name, content string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("policy/policy.cue", `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+
+approval_channels: page: approvals_page: {}
+
+mcp_servers: github: access: tool: {
+	allow_list: ["echo"]
+	approval_list: ["merge_pull_request"]
+	approval_timeout_seconds: 60
+	approval_channel: "page"
+}
+`)
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"keygen", "--out", "ci"},
+		{"compile", "policy", "-o", "table.json"},
+		{"sign", "table.json", "--key", "ci.key", "-o", "table.signed.json"},
+	} {
+		if code, out, errOut := runPolicyc(args...); code != 0 {
+			t.Fatalf("policyc %v: %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	t.Setenv("POLICYC_TEST_STATE_DSN", dsn)
+	for _, name := range names {
+		os.MkdirAll(filepath.Join(dir, "state-"+name), 0o755)
+		write(name+".cue", fmt.Sprintf(`package gateway
+
+table:     "table.signed.json"
+trust:     ["ci.pub"]
+state_dir: "state-%s"
+state: postgres: {dsn_env: "POLICYC_TEST_STATE_DSN", replica: "replica-%s"}
+decision_log: "decisions-%s.jsonl"
+upstreams: github: command: [%q, "-name", "github"]
+front: stdio: principal: "alice"
+approvals: admin: {
+	address: "127.0.0.1:0"
+	approvers: carol: token_sha256: [%q]
+}
+`, name, name, name, bin, sha256Hex("carol-token")))
 	}
 }

@@ -604,8 +604,8 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, a.u)
 	defer done()
-	sctx, meta, endSpan := g.upstreamSpan(ctx, methodCallTool, a.u.name, a.tool, meta)
-	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
+	meta, endSpan := g.traceForward(ctx, meta)
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	res, err := a.st.session.CallTool(cctx, &mcp.CallToolParams{Name: a.tool, Arguments: args, Meta: meta})
@@ -951,8 +951,8 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	sctx, meta, endSpan := g.upstreamSpan(ctx, methodGetPrompt, u.name, prompt, meta)
-	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
+	meta, endSpan := g.traceForward(ctx, meta)
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.GetPrompt(cctx, &mcp.GetPromptParams{Name: prompt, Arguments: r.Params.Arguments, Meta: meta})
 	endSpan(err)
@@ -1113,8 +1113,8 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	sctx, meta, endSpan := g.upstreamSpan(ctx, methodReadResource, u.name, uri, meta)
-	cctx, cancel := context.WithTimeout(sctx, g.cfg.CallTimeout)
+	meta, endSpan := g.traceForward(ctx, meta)
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri, Meta: meta})
 	endSpan(err)

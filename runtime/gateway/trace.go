@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"reflect"
-	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,13 +58,20 @@ const (
 	attrMethod       = attribute.Key("mcp.method.name")
 	attrSession      = attribute.Key("mcp.session.id")
 	attrRPCErrorCode = attribute.Key("rpc.jsonrpc.error_code")
+	// attrUpstreamError is the error of a request forwarded upstream that
+	// got no answer, or the upstream's JSON-RPC error.
+	attrUpstreamError = attribute.Key("policyc.upstream.error")
 )
 
-// traceMiddleware starts a span for every MCP request a client sends,
+// traceMiddleware starts a span for every MCP request a client sends (not
+// for its notifications),
 // the child of the trace context in the request's _meta when it carries
 // one. The handlers add the decision to it (traceDecision).
 func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req) // not a request: nothing answers it
+		}
 		if meta := requestMeta(req); meta != nil {
 			ctx = traceContext.Extract(ctx, metaCarrier(meta))
 		}
@@ -111,7 +118,7 @@ func traceDecision(ctx context.Context, t *decide.Table, server string, kind tab
 	}
 	span.SetAttributes(attrServer.String(server), attrKind.String(kind.String()), attrName.String(name),
 		attrDecision.String(d.Effect.String()), attrReason.String(d.Reason.String()), attrOrigin.String(d.Origin),
-		attrTableDigest.String(t.Digest()), attrTableSerial.String(strconv.FormatUint(t.Serial(), 10)))
+		attrTableDigest.String(t.Digest()), attrTableSerial.Int64(int64(t.Serial())))
 }
 
 // traceListing adds a listing's counts by decision to the request's span.
@@ -121,7 +128,7 @@ func traceListing(ctx context.Context, t *decide.Table, counts [3]int) {
 		return
 	}
 	span.SetAttributes(attrListAllow.Int(counts[table.Allow]), attrListApprove.Int(counts[table.Approve]), attrListDeny.Int(counts[table.Deny]),
-		attrTableDigest.String(t.Digest()), attrTableSerial.String(strconv.FormatUint(t.Serial(), 10)))
+		attrTableDigest.String(t.Digest()), attrTableSerial.Int64(int64(t.Serial())))
 }
 
 // traceVerdict adds a held call's verdict to the request's span.
@@ -131,26 +138,27 @@ func traceVerdict(ctx context.Context, verdict string) {
 	}
 }
 
-// upstreamSpan starts the span of a request forwarded to upstream server,
-// when the client's request has a span, and returns meta (the forwarded
-// _meta) with that span's trace context in it: the upstream's own spans
-// join the client's trace. meta may be replaced, never modified in place
-// unless the gateway made it (forwardMeta copies the client's). end ends
-// the span with the call's error, if any.
-func (g *Gateway) upstreamSpan(ctx context.Context, method, server, name string, meta mcp.Meta) (context.Context, mcp.Meta, func(error)) {
-	if g.tracer == nil || !trace.SpanFromContext(ctx).SpanContext().IsValid() {
-		return ctx, meta, func(error) {}
+// traceForward passes the request's trace context on in meta, the _meta
+// of a request forwarded upstream, when the client's request has a span:
+// the upstream's own spans join the client's trace as children of the
+// gateway's span. It returns meta (forwardMeta's copy of the client's)
+// with traceparent and tracestate set, or a new one; end records the
+// forwarded request's error, if any, on the span.
+func (g *Gateway) traceForward(ctx context.Context, meta mcp.Meta) (_ mcp.Meta, end func(error)) {
+	if g.tracer == nil {
+		return meta, func(error) {}
 	}
-	ctx, span := g.tracer.Start(ctx, method+" "+server, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrMethod.String(method), attrServer.String(server), attrName.String(name)))
+	span := trace.SpanFromContext(ctx)
+	if !span.SpanContext().IsValid() {
+		return meta, func(error) {}
+	}
 	if meta == nil {
 		meta = mcp.Meta{}
 	}
 	traceContext.Inject(ctx, metaCarrier(meta))
-	return ctx, meta, func(err error) {
+	return meta, func(err error) {
 		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(attrUpstreamError.String(err.Error()))
 		}
-		span.End()
 	}
 }

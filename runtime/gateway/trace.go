@@ -75,10 +75,13 @@ func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if meta := requestMeta(req); meta != nil {
 			ctx = traceContext.Extract(ctx, metaCarrier(meta))
 		}
-		ctx, span := g.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrMethod.String(method)))
+		ctx, span := g.tracer.Start(ctx, method, serverSpan)
 		defer span.End()
-		if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && s.ID() != "" {
-			span.SetAttributes(attrSession.String(s.ID()))
+		if span.IsRecording() {
+			span.SetAttributes(attrMethod.String(method))
+			if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && s.ID() != "" {
+				span.SetAttributes(attrSession.String(s.ID()))
+			}
 		}
 		res, err := next(ctx, method, req)
 		switch r := res.(type) {
@@ -96,6 +99,9 @@ func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		return res, err
 	}
 }
+
+// serverSpan is the option of a request's span, made once.
+var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
 
 // requestMeta is the _meta of req's params, nil when it has none.
 func requestMeta(req mcp.Request) map[string]any {

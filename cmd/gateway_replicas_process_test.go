@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +197,123 @@ func TestGatewayProcessReplicas(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the repeated call did not run after the approval")
+	}
+}
+
+// tcpProxy forwards connections to target while up; taking it down cuts
+// every connection and refuses new ones: the database going away.
+type tcpProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	down  bool
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln}
+	t.Cleanup(func() { ln.Close(); p.setDown(true) })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			u, err := net.Dial("tcp", target)
+			if p.down || err != nil {
+				p.mu.Unlock()
+				c.Close()
+				if u != nil {
+					u.Close()
+				}
+				continue
+			}
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { io.Copy(u, c); u.Close() }()
+			go func() { io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *tcpProxy) setDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// waitLog waits until the process's log holds s.
+func (g *procGateway) waitLog(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(g.stderr.String(), s); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway never logged %q:\n%s", s, g.stderr.String())
+		}
+	}
+}
+
+// A gateway process whose database goes away during service: an allowed
+// call is still served, a call that needs a hold is answered at once with
+// a tool error saying why, and once the database is back the gateway
+// reconnects by itself, says so, and holds calls again.
+func TestGatewayProcessDatabaseDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a gateway process")
+	}
+	setupReplicas(t, "a")
+	dsn := os.Getenv("POLICYC_TEST_STATE_DSN")
+	p := newTCPProxy(t, "127.0.0.1:5432")
+	t.Setenv("POLICYC_TEST_STATE_DSN", strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1))
+	g := startProcGateway(t, "a.cue")
+	p.setDown(true)
+	g.waitLog(t, "lost the connection to the state database")
+	answer := func(id int) string {
+		t.Helper()
+		select {
+		case m := <-g.responses:
+			if m["id"] != float64(id) {
+				t.Fatalf("answer to %v, want %d", m["id"], id)
+			}
+			b, _ := json.Marshal(m)
+			return string(b)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("call %d was not answered", id)
+		}
+		return ""
+	}
+	g.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"github__echo","arguments":{"text":"hi"}}}`)
+	if a := answer(2); strings.Contains(a, `"isError":true`) || strings.Contains(a, `"error"`) {
+		t.Fatalf("the allowed call with the database down: %s", a)
+	}
+	start := time.Now()
+	g.call(3, `{"number":1}`)
+	if a := answer(3); !strings.Contains(a, `"isError":true`) || !strings.Contains(a, "could not be recorded, so it was not made and the call did not run") {
+		t.Fatalf("the held call with the database down: %s", a)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the held call was refused after %s", d)
+	}
+	p.setDown(false)
+	g.waitLog(t, "reconnected to the state database")
+	g.call(4, `{"number":1}`)
+	r := waitHeld(t, 1, g)
+	t.Setenv("POLICYC_ADMIN_URL", g.admin)
+	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
+	if code, out, errOut := runPolicyc("approvals", "approve", r.ID); code != 0 {
+		t.Fatalf("approve: %d %s%s", code, out, errOut)
+	}
+	if a := answer(4); !strings.Contains(a, "github merge_pull_request done") {
+		t.Fatalf("the held call after the database came back: %s", a)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -566,5 +568,47 @@ func TestSharedRollbackMark(t *testing.T) {
 	}
 	if accepted == nil || accepted.Serial != 2 || accepted.By != "eu-1" || accepted.Digest != t2.Digest() {
 		t.Fatalf("accepted %+v", accepted)
+	}
+}
+
+// A webhook delivery is recorded though a call on another replica joined
+// the request while it was being delivered (the request's revision moved
+// on), and every replica sees it.
+func TestReplicaWebhookDeliveryAfterJoin(t *testing.T) {
+	dsn := pgtest.DB(t)
+	rc := &receiver{secret: testSecret}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		rc.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	hooked := func(c *Config, _ *PostgresOptions) {
+		c.Webhook = WebhookOptions{Secret: testSecret, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Attempts: 4}
+	}
+	a, b := openReplica(t, dsn, hooked), openReplica(t, dsn, hooked)
+	hook := Channel{Name: "hook", Kind: ChannelWebhook, URL: srv.URL}
+	c := call("alice", "merge", `{"pr":5}`)
+	c.Channel = hook
+	hold(context.Background(), a, c)
+	r := pendingFor(t, a, "alice", "merge", 1)
+	pendingOn(t, b, "alice", "merge")
+	hold(context.Background(), b, c)
+	waitingOn(t, r.ID, 2, a, b)
+	close(release)
+	if d := waitDelivery(t, b, r.ID); d.State != "delivered" {
+		t.Fatalf("delivery as b sees it: %+v", d)
+	}
+	var events string
+	queryRow(t, dsn, `SELECT string_agg(event, ',' ORDER BY seq) FROM approval_events WHERE id = '`+r.ID+`'`, &events)
+	if events != "requested,notified" {
+		t.Fatalf("audit events %q, want requested,notified", events)
 	}
 }

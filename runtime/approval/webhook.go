@@ -249,17 +249,23 @@ func (g *Gate) post(target string, body []byte, event, id string, attempt int) e
 func (g *Gate) recordDelivery(e *entry, d Delivery) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r := e.r.clone()
-	r.Delivery = &d
 	what, detail := "notified", ""
 	if d.State != "delivered" {
 		what, detail = "notify_failed", d.Error
 	}
-	if err := g.store.put(&r, r.event(d.At, what, Approver{}, detail)); err != nil {
-		g.logger.Error("recording a delivery failed", "id", r.ID, "error", err.Error())
-		return
+	for try := 0; ; try++ {
+		r := e.r.clone()
+		r.Delivery = &d
+		if err := g.storeLocked(e, &r, r.event(d.At, what, Approver{}, detail)); err != nil {
+			if isStale(err) && try < maxTries {
+				continue // a call joined on another replica meanwhile
+			}
+			g.logger.Error("recording a delivery failed", "id", r.ID, "error", err.Error())
+			return
+		}
+		e.r = r
+		break
 	}
-	e.r = r
 	g.changedLocked()
 }
 

@@ -72,7 +72,13 @@ a missing one. Every decision is written as one JSON line to the decision
 log (standard error by default). SIGHUP reloads the table: a table that
 fails verification, or is older than the serving one, is refused and the
 serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
-for approval then end as expired. docs/gateway.md has the details.
+for approval then end as expired (with state.postgres, their requests stay
+pending for the other replicas and the agent's retry). docs/gateway.md has
+the details.
+
+With state.postgres, replicas share the approval state and the last accepted
+table in PostgreSQL (docs/approvals.md, Replicas); 'policyc gateway status'
+shows each replica's serving table.
 
 Memory: unless GOGC is set, the gateway collects garbage at GOGC=400, and
 with an HTTP front lets about 64 MiB of garbage build up between collections

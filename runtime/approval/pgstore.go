@@ -345,6 +345,9 @@ func (s *PostgresStore) load(now time.Time) ([]*Request, error) {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM approval_requests WHERE status <> 'pending' AND keep_until < $1`, now); err != nil {
 		return nil, dbError(err)
 	}
+	s.mu.Lock()
+	s.since = now.Add(-time.Minute) // the first resync reads what changed since
+	s.mu.Unlock()
 	return s.query(ctx, `SELECT data, rev, fold FROM approval_requests`)
 }
 

@@ -80,6 +80,8 @@ func (s *PostgresStore) Serving(ctx context.Context, t *decide.Table) error {
 		return dbError(err)
 	}
 	s.logger.Info("replica serving table", "replica", s.replica, "table_serial", t.Serial(), "table_digest", t.Digest())
+	// Replicas gone for a week are forgotten.
+	s.pool.Exec(ctx, `DELETE FROM replicas WHERE seen < clock_timestamp() - interval '7 days'`)
 	return nil
 }
 

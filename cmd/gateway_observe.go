@@ -57,7 +57,7 @@ func newObserver(o config.Observe, gate func() *approval.Gate) (*observer, error
 			return nil, fmt.Errorf("observe.tracing: %v", err)
 		}
 		res := resource.NewSchemaless(semconv.ServiceName(t.ServiceName), semconv.ServiceVersion(compiler.Version))
-		ob.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+		ob.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(gateway.NewSpanBatcher(exp, 0, 0, 0)), sdktrace.WithResource(res),
 			sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.SampleRatio))))
 		ob.stops = append(ob.stops, func() {
 			// The spans still queued are sent, for as long as a stop can wait.

@@ -185,3 +185,23 @@ func FuzzToolDigest(f *testing.F) {
 		}
 	})
 }
+
+// TestDiffByDigest: a snapshot diff (catalog pull --check, policyc diff)
+// counts a change exactly when a definition digest changes.
+func TestDiffByDigest(t *testing.T) {
+	old := &Snapshot{Server: "s", Tools: []Tool{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"maximum":10}}}`)}},
+		Resources: []Resource{{URI: "file:///r", Description: "R"}}}
+	same := &Snapshot{Server: "s", Tools: []Tool{{Name: "a", InputSchema: json.RawMessage(`{"properties":{"x":{"maximum":1e1}},"type":"object"}`)}},
+		Resources: []Resource{{URI: "file:///r", Description: "R"}}}
+	if ch := Diff(old, same); len(ch) != 0 {
+		t.Errorf("key order and number spelling: %v", ch)
+	}
+	changed := &Snapshot{Server: "s", Tools: []Tool{{Name: "a", InputSchema: old.Tools[0].InputSchema, OutputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Resources: []Resource{{URI: "file:///r", Description: "R, and more"}}}
+	got := fmt.Sprint(Diff(old, changed))
+	for _, want := range []string{"tool a: output schema changed", `resource file:///r: description changed: "[-R-]{+R, and more+}"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff %s lacks %q", got, want)
+		}
+	}
+}

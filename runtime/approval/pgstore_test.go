@@ -612,3 +612,74 @@ func TestReplicaWebhookDeliveryAfterJoin(t *testing.T) {
 		t.Fatalf("audit events %q, want requested,notified", events)
 	}
 }
+
+// waitUntil waits until ok holds for g, looking again at each change.
+func waitUntil(t testing.TB, g *Gate, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		ch := g.Changed()
+		if ok() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
+
+// An approval for a duration given on one replica lets the principal's
+// later calls through on every replica; revoked on another, it ends on all.
+// Consent is shared the same way.
+func TestReplicaGrantsAndRevocations(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a, b := openReplica(t, dsn, nil), openReplica(t, dsn, nil)
+	h := hold(context.Background(), a, call("alice", "deploy", `{"env":"staging"}`))
+	r := pendingOn(t, b, "alice", "deploy")
+	mustDecide(t, b, r.ID, VerdictApprove, ForHour)
+	if o := recv(t, h); o.o.Answer != AnswerRun {
+		t.Fatalf("held call on a: %+v", o)
+	}
+	waitUntil(t, b, "b knows the approval in force", func() bool { return len(b.List(Filter{Active: true})) == 1 })
+	if o, err := b.HoldCall(context.Background(), call("alice", "deploy", `{"env":"prod"}`)); err != nil || o.Answer != AnswerRun || o.RequestID != r.ID {
+		t.Fatalf("on b under the approval: %+v, %v", o, err)
+	}
+	if _, err := a.Revoke(r.ID, Approver{Name: "carol", From: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, b, "b knows the revocation", func() bool { return len(b.List(Filter{Active: true})) == 0 })
+	c := call("alice", "deploy", `{"env":"prod"}`)
+	c.HoldFor = time.Millisecond
+	if o, err := b.HoldCall(context.Background(), c); err != nil || o.Answer != AnswerPending {
+		t.Fatalf("on b after the revocation on a: %+v, %v; want a new request", o, err)
+	}
+
+	cc := &ConsentCall{Principal: "alice", Server: "github", URI: "ui://github/app.html", Channel: pageChannel}
+	done := make(chan bool, 1)
+	go func() {
+		ok, _, _ := a.Consent(context.Background(), cc)
+		done <- ok
+	}()
+	var cr Request
+	waitUntil(t, b, "b lists the consent request", func() bool {
+		for _, q := range b.List(Filter{Status: Pending}) {
+			if q.Kind == KindConsent {
+				cr = q
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := b.Decide(cr.ID, VerdictApprove, "", "", Approver{Name: "carol", From: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("the read held on a was not granted by the consent given on b")
+	}
+	waitUntil(t, b, "b remembers the consent", func() bool { return len(b.List(Filter{Active: true})) == 1 })
+	if ok, _, err := b.Consent(context.Background(), cc); !ok || err != nil {
+		t.Fatalf("b's read under the remembered consent: %v %v", ok, err)
+	}
+}

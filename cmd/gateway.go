@@ -69,7 +69,10 @@ A provider that cannot be reached at start stops the gateway.
 Clients see tools and prompts as <upstream>__<name>; listings hold only what
 the table allows for the principal, and a denied item is answered exactly as
 a missing one. Every decision is written as one JSON line to the decision
-log (standard error by default). SIGHUP reloads the table: a table that
+log (standard error by default; a listing is one line of counts), and SIGUSR1
+reopens a decision log file after it was rotated. The observe block serves
+Prometheus metrics at /metrics and exports OpenTelemetry traces over
+OTLP/HTTP (docs/gateway.md, Observability). SIGHUP reloads the table: a table that
 fails verification, or is older than the serving one, is refused and the
 serving table stays. SIGINT or SIGTERM stop the gateway; calls still held
 for approval then end as expired (with state.postgres, their requests stay

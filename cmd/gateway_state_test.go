@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/policyc/policyc/internal/pgtest"
+	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime/approval"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // stdioGateway is a gateway run by Run, with a stdio front the test speaks
@@ -27,15 +29,16 @@ type stdioGateway struct {
 	exited    chan int
 }
 
-// startGateway runs policyc gateway --config cfg and waits for its admin
-// listener; the gateway stops when the test ends.
-func startGateway(t *testing.T, cfg string) *stdioGateway {
+// startGateway runs policyc gateway --config cfg (and the extra
+// arguments) and waits for its admin listener; the gateway stops when the
+// test ends.
+func startGateway(t *testing.T, cfg string, extra ...string) *stdioGateway {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	g := &stdioGateway{responses: make(chan map[string]any, 10), stderr: &syncBuffer{}, exited: make(chan int, 1)}
 	go func() {
-		code := Run([]string{"gateway", "--config", cfg}, inR, outW, g.stderr)
+		code := Run(append([]string{"gateway", "--config", cfg}, extra...), inR, outW, g.stderr)
 		outW.Close()
 		g.exited <- code
 	}()
@@ -194,5 +197,37 @@ approvals: admin: {
 	approvers: carol: token_sha256: [%q]
 }
 `, name, name, name, bin, sha256Hex("carol-token")))
+	}
+}
+
+// A replica refuses a table older than one another replica accepted,
+// though its own state directory never saw the newer one.
+func TestGatewayReplicaRollback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a subprocess upstream")
+	}
+	setupReplicas(t, "a", "b")
+	src, err := os.ReadFile("policy/policy.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := table.Encode(policytest.Compile(t, string(src), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("table1.json", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runPolicyc("sign", "table1.json", "--key", "ci.key", "-o", "table1.signed.json"); code != 0 {
+		t.Fatalf("sign: %d %s%s", code, out, errOut)
+	}
+	startGateway(t, "a.cue", "--table", "table1.signed.json")
+	code, _, errOut := runPolicyc("gateway", "--config", "b.cue")
+	if code != ExitRollback || !strings.Contains(errOut, "table serial 0 is older than serial 1, accepted by replica replica-a") {
+		t.Fatalf("b with serial 0 after a accepted serial 1: exit %d\n%s", code, errOut)
+	}
+	code, out, errOut := runPolicyc("gateway", "status", "--config", "b.cue")
+	if code != 0 || !strings.Contains(out, "last accepted: serial 1") || !strings.Contains(out, "replica-a (") || strings.Contains(out, "replica-b (") {
+		t.Fatalf("gateway status: %d\n%s%s", code, out, errOut)
 	}
 }

@@ -683,3 +683,29 @@ func TestReplicaGrantsAndRevocations(t *testing.T) {
 		t.Fatalf("b's read under the remembered consent: %v %v", ok, err)
 	}
 }
+
+// A decision made on another replica while this one was cut off from the
+// database reaches the call held here once it reconnects: it reads again
+// what changed meanwhile.
+func TestPostgresDecidedWhileCutOff(t *testing.T) {
+	dsn := pgtest.DB(t)
+	p := newProxy(t, "127.0.0.1:5432")
+	log := &syncLog{}
+	a := openReplica(t, strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1), func(_ *Config, o *PostgresOptions) {
+		o.Logger = slogTo(log)
+		o.Resync = time.Hour // only the reconnection reads again
+	})
+	b := openReplica(t, dsn, nil)
+	h := hold(context.Background(), a, call("alice", "merge", `{"pr":11}`))
+	r := pendingOn(t, b, "alice", "merge")
+	waitingOn(t, r.ID, 1, a)
+	p.setDown(true)
+	log.waitFor(t, "lost the connection to the state database")
+	mustDecide(t, b, r.ID, VerdictApprove, ForOnce)
+	still(t, a, r.ID, h)
+	p.setDown(false)
+	log.waitFor(t, "reconnected to the state database")
+	if o := recv(t, h); o.err != nil || o.o.Answer != AnswerRun {
+		t.Fatalf("the call held on a: %+v", o)
+	}
+}

@@ -268,6 +268,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	defer ob.stop()
 	ob.configure(&s.Gateway)
 	var logOut io.Writer = stderr
+	var logFile *gateway.LogFile
 	if s.DecisionLog != "" {
 		// The decision log is appended to, line by line, for as long as
 		// the gateway runs: it is a log, not an output written at once.
@@ -287,9 +288,9 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 			}
 			f.Close()
 		}()
-		logOut = f
-		ob.reopenOnSIGUSR1(f, logger)
+		logOut, logFile = f, f
 	}
+	ob.reopenOnSIGUSR1(logFile, logger)
 	s.Gateway.Log = gateway.NewJSONLog(logOut)
 
 	// SIGHUP is caught from here on, before the upstreams are connected,

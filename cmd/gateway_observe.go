@@ -113,7 +113,9 @@ func (ob *observer) serveMetrics(address string, logger *slog.Logger) error {
 // reopenOnSIGUSR1 reopens the decision log file f on every SIGUSR1, for
 // rotation: the file is renamed, then the gateway told to reopen it. A
 // reopen that fails is logged and counted, and the lines go on to the
-// file open before.
+// file open before. With no file (the log is standard error) the signal is
+// caught all the same, and logged: its default action would end the
+// gateway.
 func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, logger *slog.Logger) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
@@ -122,6 +124,10 @@ func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, logger *slog.Logger) {
 		for {
 			select {
 			case <-usr1:
+				if f == nil {
+					logger.Warn("SIGUSR1: the decision log is standard error, so there is no file to reopen")
+					continue
+				}
 				err := f.Reopen()
 				ob.metrics.LogReopened(err)
 				if err != nil {

@@ -325,7 +325,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		if err != nil {
 			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))
 		}
-		admin := newHTTPServer(ob.withMetrics(h))
+		admin := newHTTPServer(ob.withMetrics(h, gate))
 		go admin.Serve(adminLn)
 		defer func() {
 			// A decision being answered as the gateway stops is still

@@ -77,14 +77,28 @@ func (ob *observer) configure(c *gateway.Config) {
 	}
 }
 
-// withMetrics is h with the metrics at /metrics, when there are any.
-func (ob *observer) withMetrics(h http.Handler) http.Handler {
+// withMetrics is h, the approval gate's admin handler, with the metrics at
+// /metrics, when there are any; a decision taken through h (the admin API
+// or the approvals page) is timed from its request's creation.
+func (ob *observer) withMetrics(h http.Handler, gate *approval.Gate) http.Handler {
 	if ob.metrics == nil {
 		return h
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", ob.metrics.Handler())
 	mux.Handle("/", h)
+	decide := func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		// Decided during this request: no decision is timed twice, and a
+		// refused one (already decided, not an approver) not at all.
+		if req, ok := gate.Get(r.PathValue("id")); ok && req.Decision != nil && !req.Decision.At.Before(start) {
+			ob.metrics.ApprovalDecided(req.Decision.Verdict, req.Decision.At.Sub(req.Created))
+		}
+	}
+	for _, p := range []string{approval.APIPrefix + "/requests/{id}/approve", approval.APIPrefix + "/requests/{id}/deny", "/approvals/{id}"} {
+		mux.HandleFunc("POST "+p, decide)
+	}
 	return mux
 }
 

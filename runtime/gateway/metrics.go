@@ -31,6 +31,7 @@ type Metrics struct {
 	callSeconds *prometheus.HistogramVec
 	restarts    *prometheus.CounterVec
 	approval    *prometheus.HistogramVec
+	decidedIn   *prometheus.HistogramVec
 	held        prometheus.Gauge
 	reloads     *prometheus.CounterVec
 	refusals    *prometheus.CounterVec
@@ -95,6 +96,9 @@ func NewMetrics(o MetricsOptions) *Metrics {
 	m.approval = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "policyc_gateway_approval_wait_seconds",
 		Help: "Time a call held for approval waited for the gate's answer, by verdict (approved, denied, timeout, pending, cancelled, ended, refused, duplicate, not_run, error).", Buckets: approvalBuckets},
 		[]string{"verdict"})
+	m.decidedIn = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "policyc_gateway_approval_decision_seconds",
+		Help: "Time from an approval request's creation to an approver's decision on this gateway's admin listener, by verdict (approve, deny).", Buckets: approvalBuckets},
+		[]string{"verdict"})
 	m.held = prometheus.NewGauge(prometheus.GaugeOpts{Name: "policyc_gateway_held_calls",
 		Help: "Tool calls held for approval now."})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "policyc_gateway_reloads_total",
@@ -109,7 +113,7 @@ func NewMetrics(o MetricsOptions) *Metrics {
 		Help: "Times the decision log file was reopened (SIGUSR1, for rotation), by result: ok, failed (the lines go on to the file open before)."},
 		[]string{"result"})
 	m.logOK.Store(true)
-	m.reg.MustRegister(m.decisions, m.calls, m.callSeconds, m.restarts, m.approval, m.held, m.reloads, m.refusals, m.logErrors, m.reopens,
+	m.reg.MustRegister(m.decisions, m.calls, m.callSeconds, m.restarts, m.approval, m.decidedIn, m.held, m.reloads, m.refusals, m.logErrors, m.reopens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), (*gatewayCollector)(m))
 	for _, r := range []string{"loaded", "unchanged", "refused"} {
 		m.reloads.WithLabelValues(r)
@@ -248,6 +252,15 @@ func (m *Metrics) logWritten(err error) {
 	}
 	if !m.logOK.Load() {
 		m.logOK.Store(true)
+	}
+}
+
+// ApprovalDecided records an approver's decision (verdict "approve" or
+// "deny") took after the request was made. It does nothing on nil
+// Metrics.
+func (m *Metrics) ApprovalDecided(verdict string, took time.Duration) {
+	if m != nil && (verdict == "approve" || verdict == "deny") {
+		m.decidedIn.WithLabelValues(verdict).Observe(took.Seconds())
 	}
 }
 

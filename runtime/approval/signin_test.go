@@ -431,8 +431,8 @@ func TestPageSignInRequest(t *testing.T) {
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode == http.StatusSeeOther {
-		t.Fatalf("a second use of the callback signed in: %s", resp.Header.Get("Set-Cookie"))
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a second use of the callback answered %d (want 400): %s %s", resp.StatusCode, resp.Header.Get("Set-Cookie"), b)
 	}
 }
 

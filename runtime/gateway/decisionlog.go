@@ -149,8 +149,9 @@ func HiddenDigestOf(names []string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// JSONLog writes each record as one line of JSON, with one Write call per
-// line (per listing, for LogAll), so lines from concurrent decisions never
+// JSONLog writes each record as one line of JSON, and a listing as one
+// line of counts (LogListing, AppendListing), with one Write call per line
+// (per batch, for LogAll), so lines from concurrent decisions never
 // interleave.
 //
 // A line looks like this (one line; wrapped here):

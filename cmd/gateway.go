@@ -321,6 +321,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		pg.Serving(ctx, g.Table())
 	}
 	if adminLn != nil {
+		s.Admin.Status = func() approval.GatewayStatus { return approval.StatusOf(g, time.Now()) }
 		h, err := gate.AdminHandler(s.Admin)
 		if err != nil {
 			return withCode(ExitProblems, fmt.Errorf("approvals.admin: %v", err))

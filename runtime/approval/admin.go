@@ -54,6 +54,10 @@ type AdminOptions struct {
 	// before its token is looked at. Nil means authlimit's defaults (10
 	// failures, then one every 10 s). The MCP front may share it.
 	AuthLimit *authlimit.Limiter
+	// Status, when set, answers the admin API's GET /status: the running
+	// gateway's serving table, audit servers and drift (StatusOf). Without
+	// it the status is answered 404.
+	Status func() GatewayStatus
 }
 
 // APIPrefix is where the admin API lives on the admin listener.
@@ -98,6 +102,7 @@ type admin struct {
 	clients    map[[sha256.Size]byte]bool
 	sessionTTL time.Duration
 	limit      *authlimit.Limiter
+	status     func() GatewayStatus
 
 	oauth   *AdminOAuth
 	signIns signIns
@@ -111,7 +116,8 @@ type admin struct {
 // with an approver token, then a session cookie and CSRF-checked forms).
 func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 	a := &admin{g: g, approvers: map[[sha256.Size]byte]string{}, clients: map[[sha256.Size]byte]bool{},
-		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit, oauth: opts.OAuth}
+		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit, oauth: opts.OAuth,
+		status: opts.Status}
 	if a.limit == nil {
 		a.limit = authlimit.New(authlimit.Options{})
 	}
@@ -147,6 +153,7 @@ func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/approve", a.api(a.apiDecide(VerdictApprove)))
 	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/deny", a.api(a.apiDecide(VerdictDeny)))
 	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/revoke", a.api(a.apiRevoke))
+	mux.HandleFunc("GET "+APIPrefix+"/status", a.api(a.apiStatus))
 	mux.HandleFunc(APIPrefix+"/", a.api(func(*http.Request, string) (any, error) {
 		return nil, apiError(http.StatusNotFound, "no such admin API endpoint; see docs/approvals.md")
 	}))

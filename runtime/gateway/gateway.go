@@ -220,6 +220,10 @@ func New(ctx context.Context, cfg Config) (*Gateway, error) {
 		u := newUpstream(g, uc)
 		g.ups = append(g.ups, u)
 		g.byName[u.name] = u
+	}
+	// Every upstream is in g.ups before any supervisor runs: a supervisor
+	// that connects reads them all (listsChanged).
+	for _, u := range g.ups {
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

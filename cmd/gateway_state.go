@@ -271,7 +271,7 @@ func writeGatewayStatus(w io.Writer, admin string, st *approval.GatewayStatus) e
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
 	)
-	t.Header("Server", "Kind", "Name", "Action", "Pinned", "Live", "Seen", "Difference")
+	t.Header("Server", "Kind", "Name", "Action", "Pinned", "Live", "Since", "Difference")
 	for _, d := range st.Drift {
 		action := "served (" + d.Mode + ")"
 		if d.Hidden {

@@ -39,8 +39,9 @@ type pinState struct {
 
 	mu sync.Mutex
 	// reported holds, per drifted item (pinKey), the pair of digests last
-	// reported, so that each drift is logged once per change.
-	reported map[string]string
+	// reported and when that pair was first seen, so that each drift is
+	// logged once per change and keeps the time it began.
+	reported map[string]reportedDrift
 	// reviewed holds, per item, the last live definition that matched its
 	// pin, to tell what a later drift changed.
 	reviewed map[string]any
@@ -56,6 +57,8 @@ type pinState struct {
 // Drift is an item of an upstream whose live definition is not the one
 // the table pins: changed since review, or not catalogued at all.
 type Drift struct {
+	// Time is when the gateway first saw this drift: the first listing
+	// whose live digest was this one.
 	Time   time.Time `json:"time"`
 	Server string    `json:"server"`
 	// Kind is "tool", "prompt" or "resource".
@@ -75,6 +78,12 @@ type Drift struct {
 	Difference  string `json:"difference"`
 	TableSerial uint64 `json:"table_serial"`
 	TableDigest string `json:"table_digest"`
+}
+
+// reportedDrift is a drift's pair of digests and when it was first seen.
+type reportedDrift struct {
+	pair  string
+	since time.Time
 }
 
 // DriftNotifier is an ApprovalGate that also delivers drift: the gateway
@@ -180,7 +189,7 @@ func (g *Gateway) checkPins() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.reported == nil {
-		ps.reported, ps.reviewed = map[string]string{}, map[string]any{}
+		ps.reported, ps.reviewed = map[string]reportedDrift{}, map[string]any{}
 	}
 	if ps.auditFor != t {
 		ps.auditFor = t
@@ -208,12 +217,16 @@ func (g *Gateway) checkPins() {
 				return
 			}
 			seen[key] = true
-			d := Drift{Time: now, Server: u.name, Kind: kind.String(), Name: name, Mode: sp.mode, Pinned: pin, Live: got,
+			isFresh := false
+			if r := ps.reported[key]; r.pair != pin+" "+got {
+				ps.reported[key] = reportedDrift{pair: pin + " " + got, since: now}
+				isFresh = true
+			}
+			d := Drift{Time: ps.reported[key].since, Server: u.name, Kind: kind.String(), Name: name, Mode: sp.mode, Pinned: pin, Live: got,
 				Hidden: p.hides(u.name, kind, name, st.cat), TableSerial: t.Serial(), TableDigest: t.Digest()}
 			d.Difference = difference(pinned, ps.reviewed[key], live)
 			drift = append(drift, d)
-			if ps.reported[key] != pin+" "+got {
-				ps.reported[key] = pin + " " + got
+			if isFresh {
 				fresh = append(fresh, d)
 			}
 		}

@@ -359,10 +359,15 @@ func pinsClient(t *testing.T, g *Gateway, front string, opts *mcp.ClientOptions)
 
 // TestPinsReload: a table that pins the upstream's new definition (the
 // catalogue pulled and reviewed again) serves the tool again, and the
-// drift is over; a later drift is reported anew.
+// drift is over; a later drift is reported anew. A drift keeps the time
+// it was first seen across later listings; a new drift has its own.
 func TestPinsReload(t *testing.T) {
 	up := pinsUpstream()
 	oplog := &syncBuffer{}
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(t0.UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
 	var current atomic.Pointer[decide.Table]
 	current.Store(compilePinned(t, "", up, 1))
 	dial := func(ctx context.Context) (mcp.Transport, error) {
@@ -377,6 +382,7 @@ func TestPinsReload(t *testing.T) {
 		Tables:    func(func(*decide.Table) error) (*decide.Table, error) { return current.Load(), nil },
 		Log:       &memLog{}, CallTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(oplog, nil)),
+		Now:    now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +411,14 @@ func TestPinsReload(t *testing.T) {
 	if listed("github__echo") || len(g.Drift()) != 1 {
 		t.Fatalf("the drifted tool is listed, or Drift() = %+v", g.Drift())
 	}
+	if d := g.Drift(); !d[0].Time.Equal(t0) {
+		t.Errorf("drift time %v, want %v (the listing that first showed it)", d[0].Time, t0)
+	}
+	clock.Add(int64(time.Minute))
+	g.listsChanged(0)
+	if d := g.Drift(); len(d) != 1 || !d[0].Time.Equal(t0) {
+		t.Errorf("after another listing a minute later, Drift() = %+v, want the same drift since %v", d, t0)
+	}
 
 	current.Store(compilePinned(t, "", up, 2))
 	if err := g.Reload(); err != nil {
@@ -426,6 +440,8 @@ func TestPinsReload(t *testing.T) {
 	}
 	if d := g.Drift(); len(d) != 1 || d[0].TableSerial != 2 || !strings.Contains(d[0].Difference, "description changed") || !strings.Contains(d[0].Difference, "readOnlyHint true -> false") {
 		t.Errorf("Drift() = %+v, want the difference from the definition serial 2 pinned", d)
+	} else if want := t0.Add(time.Minute); !d[0].Time.Equal(want) {
+		t.Errorf("the new drift's time %v, want %v (when it was first seen)", d[0].Time, want)
 	}
 }
 

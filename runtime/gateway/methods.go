@@ -774,6 +774,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 		}
 		cancel()
 	}
+	traceVerdict(ctx, verdict)
 	if lerr := g.cfg.Log.Log(&Record{Time: g.now(), Principal: principal, Server: a.u.name, Kind: table.Tool, Name: a.tool, Op: OpApproval,
 		Decision: d, Verdict: verdict, Request: v.RequestID, TableDigest: a.table.Digest(), TableSerial: a.table.Serial()}); lerr != nil {
 		g.obs.logWritten(lerr)

@@ -271,6 +271,38 @@ func TestMetricsHeldCalls(t *testing.T) {
 	}
 }
 
+// A held call's span carries the approval verdict beside the decision.
+func TestTraceHeldCall(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tg := startGateway(t, func(c *Config) {
+		c.Tracer = tp
+		c.Tables = fixed(loadTable(t, approvalPolicy, 1))
+		c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+			return Verdict{Outcome: OutcomeDenied, By: "carol"}, nil
+		})
+	})
+	cs := tg.client(t, "alice", legacyVersion, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request"})
+	if err != nil || !res.IsError {
+		t.Fatalf("a refused held call: %v %+v", err, res)
+	}
+	var got map[string]string
+	for _, s := range exp.GetSpans() {
+		if s.Name != "tools/call" {
+			continue
+		}
+		got = map[string]string{}
+		for _, kv := range s.Attributes {
+			got[string(kv.Key)] = kv.Value.String()
+		}
+	}
+	if got["policyc.decision"] != "approve" || got["policyc.approval.verdict"] != "denied" {
+		t.Fatalf("held call span attributes %v, want decision approve and verdict denied", got)
+	}
+}
+
 // A tools/call is traced as a server span, the child of the trace context
 // the client put in _meta, with the decision, the deciding rule's origin
 // and the table's digest; the upstream receives the span's trace context
@@ -335,7 +367,7 @@ func TestTraceToolCall(t *testing.T) {
 	attrs := func(s *tracetest.SpanStub) map[string]string {
 		m := map[string]string{}
 		for _, kv := range s.Attributes {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		return m
 	}

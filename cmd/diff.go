@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,11 +53,11 @@ moved to another line is neither.
 When a side has a catalogue snapshot (catalog/ beside the policy in the
 revision, or the items a table compiled with one records), every catalogued
 item of either side is compared too: each one whose decision changes gets a
-row of its own. Then the pinned definitions are compared (text and
-markdown): each tool, prompt or resource added, removed, or whose
-definition digest changes, with what changed and a description's word
-difference, read from both revisions' catalogues (from table files, by
-digest alone).
+row of its own. Then the pinned definitions are compared: each tool,
+prompt or resource added, removed, or whose definition digest changes,
+with what changed and a description's word difference, read from both
+revisions' catalogues (from table files, by digest alone); in json, the
+"definitions" field.
 
 Formats: text (a table), markdown (for a pull-request comment), json.
 
@@ -97,18 +99,18 @@ Examples:
 				return failuref("%v", err)
 			}
 			rep.Old.Label, rep.New.Label = args[0], args[1]
+			rep.Definitions = definitionChanges(sides, cats)
 			var out bytes.Buffer
 			if err := write(&out, rep); err != nil {
 				return failuref("write report: %v", err)
 			}
-			defs := definitionChanges(sides, cats)
 			if format != "json" {
-				writeDefinitionChanges(&out, format, defs)
+				writeDefinitionChanges(&out, format, rep.Definitions)
 			}
 			if _, err := c.OutOrStdout().Write(out.Bytes()); err != nil {
 				return failuref("write report: %v", err)
 			}
-			if rep.Changed() || len(defs) > 0 {
+			if rep.Changed() {
 				return withCode(ExitChanged, errSilent)
 			}
 			return nil
@@ -328,11 +330,11 @@ func catalogueItems(sides [2]*table.Table, cats [2]*catalog.Catalog) decisiondif
 }
 
 // definitionChanges lists the pinned definitions that differ between the
-// sides, as "server kind name: what": from both catalogues when both sides
-// have one (catalog.Diff, with the description's text difference), else
-// from the definition digests the items of the sides' tables record.
-func definitionChanges(sides [2]*table.Table, cats [2]*catalog.Catalog) []string {
-	var out []string
+// sides: from both catalogues when both sides have one (catalog.Diff, with
+// the digests and the description's text difference), else from the
+// definition digests the items of the sides' catalogues or tables record.
+func definitionChanges(sides [2]*table.Table, cats [2]*catalog.Catalog) []decisiondiff.Definition {
+	out := []decisiondiff.Definition{}
 	if cats[0] != nil && cats[1] != nil {
 		servers := map[string]bool{}
 		for _, c := range cats {
@@ -341,43 +343,106 @@ func definitionChanges(sides [2]*table.Table, cats [2]*catalog.Catalog) []string
 			}
 		}
 		for _, name := range slices.Sorted(maps.Keys(servers)) {
+			a, b := snapshotDefinitions(cats[0].Servers[name]), snapshotDefinitions(cats[1].Servers[name])
 			for _, ch := range catalog.Diff(cats[0].Servers[name], cats[1].Servers[name]) {
-				out = append(out, name+" "+ch.String())
+				k := defKey{kind: ch.Kind, name: ch.Name}
+				d := decisiondiff.Definition{Server: name, Kind: ch.Kind, Name: ch.Name, Change: "changed", What: ch.What,
+					OldDigest: a[k].digest, NewDigest: b[k].digest}
+				switch ch.What {
+				case "added", "removed":
+					d.Change = ch.What
+				default:
+					if a[k].description != b[k].description {
+						d.DescriptionDiff = catalog.TextDiff(a[k].description, b[k].description)
+						if s, err := strconv.Unquote(d.DescriptionDiff); err == nil {
+							d.DescriptionDiff = s
+						}
+					}
+				}
+				out = append(out, d)
 			}
 		}
 		return out
 	}
-	digests := func(i int) map[string]string {
-		m := map[string]string{}
+	digests := func(i int) map[defKey]string {
+		m := map[defKey]string{}
 		switch {
 		case cats[i] != nil:
 			for it := range cats[i].Items() {
-				m[it.Server+" "+it.Kind+" "+catalog.ShowName(it.Name)] = it.DefinitionDigest()
+				m[defKey{it.Server, it.Kind, it.Name}] = it.DefinitionDigest()
 			}
 		case sides[i] != nil:
 			for _, it := range sides[i].Items {
 				if it.Principal == "" {
-					m[it.Server+" "+it.Kind+" "+catalog.ShowName(it.Name)] = it.DefinitionDigest
+					m[defKey{it.Server, it.Kind, it.Name}] = it.DefinitionDigest
 				}
 			}
 		}
 		return m
 	}
 	a, b := digests(0), digests(1)
-	for _, k := range slices.Sorted(maps.Keys(a)) {
+	for _, k := range slices.SortedFunc(maps.Keys(a), defKey.compare) {
 		switch d, ok := b[k]; {
 		case !ok:
-			out = append(out, k+": removed")
+			out = append(out, decisiondiff.Definition{Server: k.server, Kind: k.kind, Name: k.name, Change: "removed", OldDigest: a[k]})
 		case d != a[k]:
-			out = append(out, fmt.Sprintf("%s: definition changed (%s -> %s)", k, orNone(a[k]), orNone(d)))
+			out = append(out, decisiondiff.Definition{Server: k.server, Kind: k.kind, Name: k.name, Change: "changed", OldDigest: a[k], NewDigest: d})
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(b)) {
+	for _, k := range slices.SortedFunc(maps.Keys(b), defKey.compare) {
 		if _, ok := a[k]; !ok {
-			out = append(out, k+": added")
+			out = append(out, decisiondiff.Definition{Server: k.server, Kind: k.kind, Name: k.name, Change: "added", NewDigest: b[k]})
 		}
 	}
 	return out
+}
+
+// defKey names a pinned definition: its server (empty within one
+// snapshot), kind and name.
+type defKey struct{ server, kind, name string }
+
+func (k defKey) compare(o defKey) int {
+	return cmp.Or(strings.Compare(k.server, o.server), strings.Compare(k.kind, o.kind), strings.Compare(k.name, o.name))
+}
+
+// defInfo is what a definition change reports of one side's definition.
+type defInfo struct{ digest, description string }
+
+// snapshotDefinitions is each definition of a snapshot (nil: none) by kind,
+// in catalog.Change's words, and name.
+func snapshotDefinitions(s *catalog.Snapshot) map[defKey]defInfo {
+	m := map[defKey]defInfo{}
+	if s == nil {
+		return m
+	}
+	for i := range s.Tools {
+		m[defKey{kind: "tool", name: s.Tools[i].Name}] = defInfo{s.Tools[i].DefinitionDigest(), s.Tools[i].Description}
+	}
+	for i := range s.Prompts {
+		m[defKey{kind: "prompt", name: s.Prompts[i].Name}] = defInfo{s.Prompts[i].DefinitionDigest(), s.Prompts[i].Description}
+	}
+	for i := range s.Resources {
+		m[defKey{kind: "resource", name: s.Resources[i].URI}] = defInfo{s.Resources[i].DefinitionDigest(), s.Resources[i].Description}
+	}
+	for i := range s.ResourceTemplates {
+		t := &s.ResourceTemplates[i]
+		m[defKey{kind: "resource template", name: t.URITemplate}] = defInfo{t.DefinitionDigest(), t.Description}
+	}
+	return m
+}
+
+// definitionLine is a definition change as the text and markdown reports
+// show it: "server kind name: what".
+func definitionLine(d decisiondiff.Definition) string {
+	what := d.What
+	switch {
+	case what != "":
+	case d.Change == "changed":
+		what = fmt.Sprintf("definition changed (%s -> %s)", orNone(d.OldDigest), orNone(d.NewDigest))
+	default:
+		what = d.Change
+	}
+	return d.Server + " " + d.Kind + " " + catalog.ShowName(d.Name) + ": " + what
 }
 
 func orNone(digest string) string {
@@ -390,7 +455,7 @@ func orNone(digest string) string {
 // writeDefinitionChanges appends the definition changes to a text or
 // markdown report. In markdown they are a code block: a description is a
 // server's text, never markup of the comment.
-func writeDefinitionChanges(w *bytes.Buffer, format string, defs []string) {
+func writeDefinitionChanges(w *bytes.Buffer, format string, defs []decisiondiff.Definition) {
 	if len(defs) == 0 {
 		return
 	}
@@ -401,13 +466,13 @@ func writeDefinitionChanges(w *bytes.Buffer, format string, defs []string) {
 	if format == "markdown" {
 		fmt.Fprintf(w, "\n**%s:**\n\n```text\n", head)
 		for _, d := range defs {
-			fmt.Fprintln(w, d)
+			fmt.Fprintln(w, definitionLine(d))
 		}
 		fmt.Fprint(w, "```\n")
 		return
 	}
 	fmt.Fprintf(w, "\n%s:\n", head)
 	for _, d := range defs {
-		fmt.Fprintf(w, "  %s\n", d)
+		fmt.Fprintf(w, "  %s\n", definitionLine(d))
 	}
 }

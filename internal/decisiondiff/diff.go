@@ -134,6 +134,29 @@ type Undecided struct {
 	Pattern    string   `json:"pattern"`
 }
 
+// Definition is a pinned definition (a catalogued tool, prompt, resource
+// or resource template) that differs between the sides. Compare does not
+// fill these: the caller compares the sides' catalogues.
+type Definition struct {
+	Server string `json:"server"`
+	// Kind is "tool", "prompt", "resource" or "resource template".
+	Kind string `json:"kind"`
+	// Name is the item's name, a URI or URI template for resources.
+	Name string `json:"name"`
+	// Change is "added", "removed" or "changed".
+	Change string `json:"change"`
+	// What says what changed, as catalog pull --check words it; empty
+	// when only the digests are known (a side is a table file).
+	What string `json:"what,omitempty"`
+	// OldDigest and NewDigest are the definition digests, each empty on
+	// the side that has no such item.
+	OldDigest string `json:"old_digest,omitempty"`
+	NewDigest string `json:"new_digest,omitempty"`
+	// DescriptionDiff is the description's word difference, removed
+	// words as [-...-] and added ones as {+...+}, when it changed.
+	DescriptionDiff string `json:"description_diff,omitempty"`
+}
+
 // Report is the result of Compare.
 type Report struct {
 	Old            Side        `json:"old"`
@@ -144,11 +167,17 @@ type Report struct {
 	MembersAdded   []Member    `json:"members_added"`
 	MembersRemoved []Member    `json:"members_removed"`
 	Undecided      []Undecided `json:"undecided"`
+	// Definitions are the pinned definitions that change, last so that
+	// the fields before keep their places.
+	Definitions []Definition `json:"definitions"`
 }
 
-// Changed reports whether some decision changes, or might (an undecided
-// search counts: the report cannot say there is none).
-func (r *Report) Changed() bool { return len(r.Changes) > 0 || len(r.Undecided) > 0 }
+// Changed reports whether some decision or pinned definition changes, or
+// a decision might (an undecided search counts: the report cannot say
+// there is none).
+func (r *Report) Changed() bool {
+	return len(r.Changes) > 0 || len(r.Undecided) > 0 || len(r.Definitions) > 0
+}
 
 // Compare compares the decisions of two tables. Each is decided as
 // decide.Table.Decide would decide it; a pattern that does not parse is an
@@ -156,7 +185,7 @@ func (r *Report) Changed() bool { return len(r.Changes) > 0 || len(r.Undecided) 
 func Compare(so, sn *table.Table, opts Options) (*Report, error) {
 	rep := &Report{
 		Old: sideOf(so), New: sideOf(sn),
-		Changes: []Change{}, Undecided: []Undecided{},
+		Changes: []Change{}, Undecided: []Undecided{}, Definitions: []Definition{},
 	}
 	rep.RulesAdded, rep.RulesRemoved = diffRules(so, sn)
 	rep.MembersAdded, rep.MembersRemoved = diffMembers(so, sn)

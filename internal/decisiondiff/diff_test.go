@@ -415,6 +415,55 @@ func TestJSONShape(t *testing.T) {
 	}
 }
 
+// A report with no decision change but a pinned definition change is
+// changed, and its JSON keeps the fields before it in place and the
+// definitions last; a report compared with nothing else has an empty
+// definitions array.
+func TestDefinitionsJSON(t *testing.T) {
+	tb := compile(t, teamFiles(t))
+	r := compare(t, tb, tb, Options{})
+	if r.Changed() || r.Definitions == nil {
+		t.Fatalf("same table: changed %v, definitions %v", r.Changed(), r.Definitions)
+	}
+	r.Definitions = []Definition{{Server: "github", Kind: "tool", Name: "get_issue", Change: "changed",
+		What: "description changed", OldDigest: "sha256:a", NewDigest: "sha256:b", DescriptionDiff: "x {+y+}"}}
+	if !r.Changed() {
+		t.Error("a definition change alone: Changed() = false")
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := `  "undecided": [],
+  "definitions": [
+    {
+      "server": "github",
+      "kind": "tool",
+      "name": "get_issue",
+      "change": "changed",
+      "what": "description changed",
+      "old_digest": "sha256:a",
+      "new_digest": "sha256:b",
+      "description_diff": "x {+y+}"
+    }
+  ]
+}
+`
+	if !strings.HasSuffix(out, want) {
+		t.Errorf("json ends:\n%s\nwant the suffix:\n%s", out, want)
+	}
+	keys := []string{`"old"`, `"new"`, `"changes"`, `"rules_added"`, `"rules_removed"`, `"members_added"`, `"members_removed"`, `"undecided"`, `"definitions"`}
+	at := 0
+	for _, k := range keys {
+		i := strings.Index(out[at:], "\n  "+k+":")
+		if i < 0 {
+			t.Fatalf("json: top-level %s missing or out of order:\n%s", k, out)
+		}
+		at += i + 1
+	}
+}
+
 // The property that makes the diff exact: on random policies over a small
 // alphabet, every (class, server, kind) where some enumerated name changes
 // has a row, every pattern that matches a changed name has a row, and

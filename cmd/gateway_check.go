@@ -3,7 +3,9 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +59,12 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 		h := s.HTTP.WithDefaults()
 		fmt.Fprintf(w, "  sessions:  at most %d open per principal; closed after %s without a request\n", h.MaxSessions, count(int(h.IdleTimeout/time.Minute), "minute"))
 	}
+	writeApprovalsCheck(w, s, t)
+	writeObserveCheck(w, s)
+}
+
+// writeApprovalsCheck prints the approval gate's lines of gateway --check.
+func writeApprovalsCheck(w io.Writer, s *config.Config, t *decide.Table) {
 	if s.Approvals == nil {
 		fmt.Fprintf(w, "  approvals: no approval gate; ui:// resources stay denied\n")
 		return
@@ -79,6 +87,36 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 	}
 	fmt.Fprintf(w, "  holds:     in place %ds (with progress: %s, every %ds); approve once used within %ds; consent waits %ds\n",
 		s.Gateway.Holds.InPlace/time.Second, withProgress, s.Approvals.ProgressInterval/time.Second, s.Approvals.OnceWindow/time.Second, s.Approvals.ConsentWait/time.Second)
+}
+
+// writeObserveCheck prints a line for each part of the observe block that
+// is configured: where /metrics is served, and where traces go. A trace
+// endpoint is shown without user information or query, which may carry
+// a credential.
+func writeObserveCheck(w io.Writer, s *config.Config) {
+	o := s.Observe
+	if o.Metrics {
+		var on []string
+		if s.Approvals != nil && s.AdminAddress != "" {
+			on = append(on, "the approvals admin listener ("+s.AdminAddress+")")
+		}
+		if o.MetricsAddress != "" {
+			on = append(on, o.MetricsAddress)
+		}
+		fmt.Fprintf(w, "  metrics:   /metrics on %s\n", strings.Join(on, " and on "))
+	}
+	if t := o.Tracing; t != nil {
+		endpoint := t.Endpoint
+		if u, err := url.Parse(endpoint); err == nil {
+			u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+			if u.Path == "" || u.Path == "/" {
+				u.Path = "/v1/traces"
+			}
+			endpoint = u.String()
+		}
+		fmt.Fprintf(w, "  tracing:   OTLP/HTTP to %s; sample ratio %s of traces begun here; service %s\n",
+			endpoint, strconv.FormatFloat(t.SampleRatio, 'g', -1, 64), t.ServiceName)
+	}
 }
 
 // sortedChannelNames lists the channels a table defines, those of the

@@ -7,12 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -384,19 +382,6 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	return nil
 }
 
-// keepAliveIdle is how long an HTTP listener keeps a connection open
-// between requests. A stream the SDK holds open (an event stream) is a
-// request in progress, not an idle connection.
-var keepAliveIdle = 2 * time.Minute
-
-// newHTTPServer serves h with bounds on connections that send nothing: a
-// request's headers must arrive within 10 s, and a connection idle
-// between requests is closed after keepAliveIdle, so connections left
-// open (by a client that was answered 401, say) do not pile up.
-func newHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: keepAliveIdle}
-}
-
 // gatewayRefusal maps a boot refusal to its exit code.
 func gatewayRefusal(err error) error {
 	code := verifyExitCode(err)
@@ -404,18 +389,4 @@ func gatewayRefusal(err error) error {
 		code = ExitProblems
 	}
 	return withCode(code, fmt.Errorf("gateway not started: %w", err))
-}
-
-// adminApprovers says, for the check's summary, who approves through the
-// identity provider on the admin listener; "" without one.
-func adminApprovers(s *config.Config) string {
-	o := s.AdminOAuth
-	if o == nil {
-		return ""
-	}
-	out := fmt.Sprintf(" (approvers: groups %s of %s, audience %s", strings.Join(o.ApproverGroups, ", "), o.Identity.Issuers[0].URL, o.Identity.Resource)
-	if o.SignIn != nil {
-		out += "; page sign-in as client " + o.SignIn.ClientID
-	}
-	return out + ")"
 }

@@ -135,3 +135,17 @@ func sortedChannelNames(t *decide.Table) []string {
 	})
 	return names
 }
+
+// adminApprovers says, for the check's summary, who approves through the
+// identity provider on the admin listener; "" without one.
+func adminApprovers(s *config.Config) string {
+	o := s.AdminOAuth
+	if o == nil {
+		return ""
+	}
+	out := fmt.Sprintf(" (approvers: groups %s of %s, audience %s", strings.Join(o.ApproverGroups, ", "), o.Identity.Issuers[0].URL, o.Identity.Resource)
+	if o.SignIn != nil {
+		out += "; page sign-in as client " + o.SignIn.ClientID
+	}
+	return out + ")"
+}

@@ -700,7 +700,11 @@ func (g *Gate) HoldCall(ctx context.Context, c *Call) (Outcome, error) {
 	e := g.pending[key]
 	var w *waiter
 	if e != nil {
-		w = g.joinLocked(e, ctx)
+		var err error
+		if w, err = g.joinRecordedLocked(e, ctx); err != nil {
+			g.mu.Unlock()
+			return Outcome{}, err
+		}
 	} else {
 		if n := g.pendingOfLocked(c.Principal); g.pg == nil && n >= g.cfg.MaxPending {
 			g.mu.Unlock()
@@ -929,7 +933,11 @@ func (g *Gate) Consent(ctx context.Context, c *ConsentCall) (bool, Outcome, erro
 	e := g.pending[key]
 	var w *waiter
 	if e != nil {
-		w = g.joinLocked(e, ctx)
+		var err error
+		if w, err = g.joinRecordedLocked(e, ctx); err != nil {
+			g.mu.Unlock()
+			return false, Outcome{}, err
+		}
 	} else {
 		ch, err := g.channel(c.Channel)
 		if err != nil {
@@ -1050,6 +1058,26 @@ func (g *Gate) joinLocked(e *entry, ctx context.Context) *waiter {
 	e.r.Calls++
 	g.changedLocked()
 	return w
+}
+
+// joinRecordedLocked is joinLocked for a call that finds its request
+// pending on this replica: with a shared store the call is counted there
+// first, and refused when that cannot be recorded.
+func (g *Gate) joinRecordedLocked(e *entry, ctx context.Context) (*waiter, error) {
+	if g.pg != nil {
+		rev, pending, err := g.pg.join(e.r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
+		}
+		if !pending {
+			// Decided elsewhere: the notification is on its way.
+			return nil, fmt.Errorf("request %s of this call was decided as the call joined it; repeat the call", e.r.ID)
+		}
+		if rev == e.r.rev+1 {
+			e.r.rev = rev
+		}
+	}
+	return g.joinLocked(e, ctx), nil
 }
 
 // changedLocked wakes whoever waits for a change (the approvals page's

@@ -452,6 +452,25 @@ func (s *PostgresStore) createOrJoin(r *Request, maxPending int, ev *Event, now 
 	return c, nil
 }
 
+// join counts one more call of the pending request id, made or joined by
+// this replica before. It reports false when the request is no longer
+// pending (decided or expired elsewhere). A call that joins is recorded
+// like one that makes a request: with the database unreachable it is
+// refused, not held for a request no replica could release.
+func (s *PostgresStore) join(id string) (rev int64, pending bool, err error) {
+	ctx, cancel := s.op()
+	defer cancel()
+	err = s.pool.QueryRow(ctx, `UPDATE approval_requests SET data = jsonb_set(data, '{calls}', to_jsonb((data->>'calls')::int + 1)), rev = rev + 1, updated = clock_timestamp()
+		WHERE id = $1 AND status = 'pending' RETURNING rev`, id).Scan(&rev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, dbError(err)
+	}
+	return rev, true, nil
+}
+
 // watch tells apply of every request another replica changes, until the
 // store closes: by notification, and by a resync every s.resync. A lost
 // connection is logged, retried, and its return logged.

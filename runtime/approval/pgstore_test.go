@@ -495,6 +495,48 @@ func TestPostgresDown(t *testing.T) {
 	}
 }
 
+// A call identical to one held on this replica is counted in the shared
+// store like a new request: with the database down it is refused at once,
+// not held for a request that no replica could release or count; the
+// call already held is released as usual once the database is back.
+func TestPostgresDownJoinRefused(t *testing.T) {
+	dsn := pgtest.DB(t)
+	p := newProxy(t, "127.0.0.1:5432")
+	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
+	log := &syncLog{}
+	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
+		o.Logger = slogTo(log)
+		o.Timeout = 2 * time.Second
+	})
+	h := hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
+	r := pendingFor(t, g, "alice", "merge", 1)
+
+	p.setDown(true)
+	log.waitFor(t, "lost the connection to the state database")
+	_, err := g.HoldCall(context.Background(), call("alice", "merge", `{"pr":7}`))
+	if err == nil || !strings.Contains(err.Error(), "could not be recorded, so it was not made and the call did not run") {
+		t.Fatalf("an identical call with the database down: %v", err)
+	}
+	if got, _ := g.Get(r.ID); got.Calls != 1 {
+		t.Fatalf("the refused call was counted: %d calls", got.Calls)
+	}
+
+	p.setDown(false)
+	log.waitFor(t, "reconnected to the state database")
+	h2 := hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
+	waitingOn(t, r.ID, 2, g)
+	var calls int
+	queryRow(t, dsn, "SELECT (data->>'calls')::int FROM approval_requests WHERE id = '"+r.ID+"'", &calls)
+	if calls != 2 {
+		t.Fatalf("the store counts %d calls of the request, want 2", calls)
+	}
+	mustDecide(t, g, r.ID, VerdictApprove, ForOnce)
+	first, second := recv(t, h), recv(t, h2)
+	if first.o.Answer != AnswerRun || second.o.Answer != AnswerDuplicate {
+		t.Fatalf("after the database came back: %+v, %+v", first.o, second.o)
+	}
+}
+
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 const rollbackPolicy = `package policy

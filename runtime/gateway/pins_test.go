@@ -113,8 +113,15 @@ func snapshotOf(t *testing.T, s *mcp.Server) *catalog.Snapshot {
 // compilePinned compiles pinsPolicy with line and the snapshot of s.
 func compilePinned(t *testing.T, line string, s *mcp.Server, serial uint64) *decide.Table {
 	t.Helper()
+	return compileWithSnapshot(t, fmt.Sprintf(pinsPolicy, line), s, serial)
+}
+
+// compileWithSnapshot compiles policy with the snapshot of s as github's
+// catalogue.
+func compileWithSnapshot(t *testing.T, policy string, s *mcp.Server, serial uint64) *decide.Table {
+	t.Helper()
 	res := compiler.Compile(compiler.Input{
-		Files:   []compiler.File{{Name: "policy.cue", Data: fmt.Appendf(nil, pinsPolicy, line)}},
+		Files:   []compiler.File{{Name: "policy.cue", Data: []byte(policy)}},
 		Source:  table.Source{PolicyPath: "test"},
 		Serial:  serial,
 		Catalog: &catalog.Catalog{Servers: map[string]*catalog.Snapshot{"github": snapshotOf(t, s)}},
@@ -297,6 +304,13 @@ func testPins(t *testing.T, mode, front string, ch pinsChange) {
 
 func startPinsGateway(t *testing.T, rt *decide.Table, up *mcp.Server, oplog io.Writer) *Gateway {
 	t.Helper()
+	return startPinsGatewayWith(t, rt, up, oplog, nil)
+}
+
+// startPinsGatewayWith is startPinsGateway with the configuration changed
+// by mutate first.
+func startPinsGatewayWith(t *testing.T, rt *decide.Table, up *mcp.Server, oplog io.Writer, mutate func(*Config)) *Gateway {
+	t.Helper()
 	dial := func(ctx context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		if _, err := up.Connect(ctx, st, nil); err != nil {
@@ -306,13 +320,17 @@ func startPinsGateway(t *testing.T, rt *decide.Table, up *mcp.Server, oplog io.W
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	g, err := New(ctx, Config{
+	cfg := Config{
 		Upstreams:   []Upstream{{Name: "github", Dial: dial}},
 		Tables:      fixed(rt),
 		Log:         &memLog{},
 		CallTimeout: 5 * time.Second,
 		Logger:      slog.New(slog.NewTextHandler(oplog, nil)),
-	})
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	g, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,5 +490,83 @@ func TestPinsPrompt(t *testing.T) {
 	}
 	if d := g.Drift(); len(d) != 1 || d[0].Kind != "prompt" || !strings.Contains(d[0].Difference, "description changed") {
 		t.Errorf("Drift() = %+v", d)
+	}
+}
+
+// heldPinsPolicy holds github's echo for approval, its definitions pinned.
+const heldPinsPolicy = `package policy
+
+defaults: {tool: "deny", prompt: "deny", resource: "deny"}
+
+approval_channels: page: approvals_page: {}
+
+mcp_servers: github: access: tool: {
+	allow_list: ["create_issue"]
+	approval_list: ["echo"]
+	approval_channel: "page"
+}
+`
+
+// TestPinsDriftWhileHeld: a tool whose definition drifts while its call is
+// held for approval does not run when the approval comes: what the human
+// approved is a call of the reviewed definition. The call is answered with
+// a tool error saying why, and the upstream never sees it.
+func TestPinsDriftWhileHeld(t *testing.T) {
+	t.Parallel()
+	for _, front := range []string{"stdio", "http"} {
+		t.Run(front, func(t *testing.T) {
+			t.Parallel()
+			up := pinsUpstream()
+			var ran atomic.Int64
+			echo := pinsTools()[0]
+			up.AddTool(echo, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				ran.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+			})
+			rt := compileWithSnapshot(t, heldPinsPolicy, up, 1)
+			held, release := make(chan struct{}), make(chan struct{})
+			g := startPinsGatewayWith(t, rt, up, io.Discard, func(c *Config) {
+				c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+					close(held)
+					<-release
+					return Verdict{Approved: true, RequestID: "r1"}, nil
+				})
+			})
+			cs := pinsClient(t, g, front, nil)
+			type answer struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "hi"}})
+				done <- answer{res, err}
+			}()
+			select {
+			case <-held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call was not held")
+			}
+			before := g.byName["github"].snapshot().cat
+			pinsChanges[0].apply(up) // the description
+			eventually(t, 10*time.Second, "the upstream to be listed again", func() bool { return g.byName["github"].snapshot().cat != before })
+			close(release)
+			var a answer
+			select {
+			case a = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the approved call was not answered")
+			}
+			if a.err != nil || a.res == nil || !a.res.IsError {
+				t.Fatalf("the approved call of a drifted tool: %+v, %v; want a tool error", a.res, a.err)
+			}
+			text := a.res.Content[0].(*mcp.TextContent).Text
+			if !strings.Contains(text, "definition") {
+				t.Errorf("the tool error does not say why: %q", text)
+			}
+			if n := ran.Load(); n != 0 {
+				t.Errorf("the upstream ran the drifted tool %d times", n)
+			}
+		})
 	}
 }

@@ -161,7 +161,7 @@ func BenchmarkObserveWork(b *testing.B) {
 		g.obs.called("github", time.Microsecond, "ok")
 	}
 	traced := g.traceMiddleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		traceDecision(ctx, t, "github", table.Tool, "echo", d)
+		traceDecision(ctx, t, "github", "echo", d)
 		_, end := g.traceForward(ctx, req.GetParams().GetMeta())
 		end(nil)
 		return nil, nil

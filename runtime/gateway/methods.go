@@ -586,7 +586,7 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	a, err := g.authorizeCall(principal, r.Params.Name)
 	if g.tracer != nil && a.table != nil {
 		server, _ := splitAsked(r.Params.Name)
-		traceDecision(ctx, a.table, server, table.Tool, a.tool, a.decision)
+		traceDecision(ctx, a.table, server, a.tool, a.decision)
 	}
 	if err != nil {
 		return nil, err
@@ -938,7 +938,7 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, table.Prompt, prompt, OpGet)
 	if g.tracer != nil {
-		traceDecision(ctx, t, server, table.Prompt, prompt, d)
+		traceDecision(ctx, t, server, prompt, d)
 	}
 	if err != nil {
 		return nil, err
@@ -1087,7 +1087,7 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	t := g.table.Load()
 	d, err := g.decide(t, principal, server, table.Resource, uri, OpRead)
 	if g.tracer != nil {
-		traceDecision(ctx, t, server, table.Resource, uri, d)
+		traceDecision(ctx, t, server, uri, d)
 	}
 	if err != nil {
 		return nil, err

@@ -373,7 +373,7 @@ func TestTraceToolCall(t *testing.T) {
 	}
 	a := attrs(server)
 	digest := tg.Table().Digest()
-	for k, want := range map[string]string{"mcp.method.name": "tools/call", "policyc.server": "github", "policyc.name": "echo", "policyc.kind": "tool",
+	for k, want := range map[string]string{"mcp.method.name": "tools/call", "policyc.server": "github", "policyc.name": "echo",
 		"policyc.decision": "allow", "policyc.decision.reason": "rule", "policyc.table.digest": digest, "policyc.table.serial": "1"} {
 		if a[k] != want {
 			t.Errorf("server span %s = %q, want %q", k, a[k], want)

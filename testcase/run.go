@@ -33,7 +33,7 @@ type whoServerKind struct {
 }
 
 // buildCost is what building a rule's automaton costs (decide.Load), in
-// glob matches: about 50 µs against about 50 ns (BenchmarkTest). A Runner
+// glob matches, as BenchmarkTest compares them. A Runner
 // builds the table's automata before deciding only when deciding its
 // cases pattern by pattern (decide.LoadForInspection, exact too) would
 // cost more than the build: for many cases on large blocks, not for

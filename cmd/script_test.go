@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -17,9 +18,27 @@ import (
 var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
+	quickRaceExit()
 	testscript.Main(m, map[string]func(){
 		"policyc": func() { os.Exit(Main()) },
 	})
+}
+
+// quickRaceExit shortens the sleep of a -race binary before it exits, for
+// the processes these tests start: the scripts and the gateway tests run
+// policyc (this test binary) some thousand times, and under -race each run
+// would otherwise sleep 1 s in its exit (GORACE atexit_sleep_ms, 1000 by
+// default), most of the package's time. The race detector still watches
+// every run, and a race it finds still fails the run (exit 66); only the
+// window for races that begin after the program has decided to exit is
+// 10 ms instead of 1 s. A GORACE that sets atexit_sleep_ms itself is kept.
+// testscript passes GORACE on to the scripts' commands.
+func quickRaceExit() {
+	gorace := os.Getenv("GORACE")
+	if strings.Contains(gorace, "atexit_sleep_ms") {
+		return
+	}
+	os.Setenv("GORACE", strings.TrimSpace(gorace+" atexit_sleep_ms=10"))
 }
 
 // TestScripts runs testdata/script/*.txtar: each runs the real policyc

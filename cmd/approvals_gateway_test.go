@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -45,10 +44,7 @@ func TestApprovalsThroughGateway(t *testing.T) {
 		t.Skip("builds and runs a subprocess upstream")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "testupstream")
-	if out, err := exec.Command("go", "build", "-o", bin, "../runtime/gateway/internal/testupstream/cmd/testupstream").CombinedOutput(); err != nil {
-		t.Fatalf("go build testupstream: %v\n%s", err, out)
-	}
+	bin := testUpstream(t)
 	write := func(name, content string) {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
 			t.Fatal(err)

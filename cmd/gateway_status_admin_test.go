@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,10 +29,7 @@ func TestGatewayStatusAdmin(t *testing.T) {
 	}
 	dsn := pgtest.DB(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "testupstream")
-	if out, err := exec.Command("go", "build", "-o", bin, "../runtime/gateway/internal/testupstream/cmd/testupstream").CombinedOutput(); err != nil {
-		t.Fatalf("go build testupstream: %v\n%s", err, out)
-	}
+	bin := testUpstream(t)
 	write := func(name, content string) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {

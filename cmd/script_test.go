@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -19,7 +20,7 @@ var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
 	quickRaceExit()
-	testscript.Main(m, map[string]func(){
+	testscript.Main(removingTestUpstream{m}, map[string]func(){
 		"policyc": func() { os.Exit(Main()) },
 	})
 }
@@ -135,4 +136,52 @@ func cmdSparse(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	ts.Check(f.Truncate(size))
 	ts.Check(f.Close())
+}
+
+// upstreamBuild is runtime/gateway's test upstream, built once for all the
+// tests of this package that run it (go build links it anew each time).
+var upstreamBuild struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+// packageDir is this package's directory, where go test starts its tests.
+var packageDir, _ = os.Getwd()
+
+// testUpstream returns the path of the test upstream's binary, building it
+// on first use. Tests only run it; none changes it.
+func testUpstream(t *testing.T) string {
+	t.Helper()
+	upstreamBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "policyc-testupstream-")
+		if err != nil {
+			upstreamBuild.err = err
+			return
+		}
+		upstreamBuild.dir = dir
+		upstreamBuild.bin = filepath.Join(dir, "testupstream")
+		build := exec.Command("go", "build", "-o", upstreamBuild.bin, "../runtime/gateway/internal/testupstream/cmd/testupstream")
+		build.Dir = packageDir // whichever test builds it may have changed directory
+		upstreamBuild.out, upstreamBuild.err = build.CombinedOutput()
+	})
+	if upstreamBuild.err != nil {
+		t.Fatalf("go build testupstream: %v\n%s", upstreamBuild.err, upstreamBuild.out)
+	}
+	return upstreamBuild.bin
+}
+
+// removingTestUpstream runs the tests, then removes the test upstream's
+// binary if one was built.
+type removingTestUpstream struct{ m *testing.M }
+
+func (r removingTestUpstream) Run() int {
+	defer func() {
+		if upstreamBuild.dir != "" {
+			os.RemoveAll(upstreamBuild.dir)
+		}
+	}()
+	return r.m.Run()
 }

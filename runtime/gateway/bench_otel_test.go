@@ -84,3 +84,30 @@ func BenchmarkOTelSpan(b *testing.B) {
 		})
 	}
 }
+
+// TestOTelSpanAttributeMap pins the SDK behaviour that traceDecision works
+// around: a recording span of 9 attributes allocates more at its end than
+// one of 8 (the deduplicating map outgrows one group). When this fails,
+// the SDK (go.opentelemetry.io/otel/sdk, v1.47.0 when written) no longer
+// does, and policyc.kind may return to the request's span.
+func TestOTelSpanAttributeMap(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(discardSpans{}))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("test")
+	attrs := make([]attribute.KeyValue, 9)
+	for i := range attrs {
+		attrs[i] = attribute.String(string(rune('a'+i)), "v")
+	}
+	allocs := func(n int) float64 {
+		return testing.AllocsPerRun(200, func() {
+			_, s := tr.Start(context.Background(), "tools/call", serverSpan)
+			s.SetAttributes(attrs[:n]...)
+			s.End()
+		})
+	}
+	eight, nine := allocs(8), allocs(9)
+	t.Logf("allocations per span: %v with 8 attributes, %v with 9", eight, nine)
+	if nine <= eight {
+		t.Errorf("a span of 9 attributes allocates %v times, of 8 %v: the SDK no longer pays for the ninth; see traceDecision", nine, eight)
+	}
+}

@@ -1070,8 +1070,15 @@ func (g *Gate) joinRecordedLocked(e *entry, ctx context.Context) (*waiter, error
 			return nil, fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
 		}
 		if !pending {
-			// Decided elsewhere: the notification is on its way.
-			return nil, fmt.Errorf("request %s of this call was decided as the call joined it; repeat the call", e.r.ID)
+			// Ended elsewhere, the notification not here yet: take
+			// the request as it is, so that the repeat finds it so.
+			ctx, cancel := g.pg.op()
+			cur, gerr := g.pg.get(ctx, e.r.ID)
+			cancel()
+			if gerr == nil {
+				g.applyLocked(e, cur)
+			}
+			return nil, fmt.Errorf("request %s of this call ended as the call joined it; repeat the call", e.r.ID)
 		}
 		if rev == e.r.rev+1 {
 			e.r.rev = rev

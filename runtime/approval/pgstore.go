@@ -387,6 +387,9 @@ type claim struct {
 // made one principal at a time: maxPending (0 for no cap) counts that
 // principal's pending requests across replicas.
 func (s *PostgresStore) createOrJoin(r *Request, maxPending int, ev *Event, now time.Time) (claim, error) {
+	if err := s.lost(); err != nil {
+		return claim{}, err
+	}
 	ctx, cancel := s.op()
 	defer cancel()
 	var c claim
@@ -458,6 +461,9 @@ func (s *PostgresStore) createOrJoin(r *Request, maxPending int, ev *Event, now 
 // like one that makes a request: with the database unreachable it is
 // refused, not held for a request no replica could release.
 func (s *PostgresStore) join(id string) (rev int64, pending bool, err error) {
+	if err := s.lost(); err != nil {
+		return 0, false, err
+	}
 	ctx, cancel := s.op()
 	defer cancel()
 	err = s.pool.QueryRow(ctx, `UPDATE approval_requests SET data = jsonb_set(data, '{calls}', to_jsonb((data->>'calls')::int + 1)), rev = rev + 1, updated = clock_timestamp()
@@ -469,6 +475,20 @@ func (s *PostgresStore) join(id string) (rev int64, pending bool, err error) {
 		return 0, false, dbError(err)
 	}
 	return rev, true, nil
+}
+
+// lost is an error while the notification connection is lost: a call
+// that needs a request is refused at once then, not after the operation's
+// timeout against a database that does not answer (the gate's lock is held
+// meanwhile, and every decision waits for it).
+func (s *PostgresStore) lost() error {
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if down {
+		return dbError(errors.New("the connection is lost; the gateway reconnects by itself"))
+	}
+	return nil
 }
 
 // watch tells apply of every request another replica changes, until the

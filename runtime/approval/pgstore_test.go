@@ -364,6 +364,8 @@ type proxy struct {
 	mu     sync.Mutex
 	conns  []net.Conn
 	down   bool
+	// blackhole holds connections open unanswered.
+	blackhole bool
 }
 
 func newProxy(t testing.TB, target string) *proxy {
@@ -380,6 +382,13 @@ func newProxy(t testing.TB, target string) *proxy {
 				return
 			}
 			p.mu.Lock()
+			if p.blackhole {
+				// Accepted, never answered: a database behind a
+				// partition.
+				p.conns = append(p.conns, c)
+				p.mu.Unlock()
+				continue
+			}
 			if p.down {
 				p.mu.Unlock()
 				c.Close()
@@ -398,6 +407,18 @@ func newProxy(t testing.TB, target string) *proxy {
 		}
 	}()
 	return p
+}
+
+// setBlackhole cuts every connection, and holds the new ones open without
+// an answer while on.
+func (p *proxy) setBlackhole(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blackhole = on
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
 }
 
 func (p *proxy) setDown(down bool) {
@@ -513,9 +534,13 @@ func TestPostgresDownJoinRefused(t *testing.T) {
 
 	p.setDown(true)
 	log.waitFor(t, "lost the connection to the state database")
+	start := time.Now()
 	_, err := g.HoldCall(context.Background(), call("alice", "merge", `{"pr":7}`))
 	if err == nil || !strings.Contains(err.Error(), "could not be recorded, so it was not made and the call did not run") {
 		t.Fatalf("an identical call with the database down: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the refusal took %s", d)
 	}
 	if got, _ := g.Get(r.ID); got.Calls != 1 {
 		t.Fatalf("the refused call was counted: %d calls", got.Calls)
@@ -535,6 +560,52 @@ func TestPostgresDownJoinRefused(t *testing.T) {
 	if first.o.Answer != AnswerRun || second.o.Answer != AnswerDuplicate {
 		t.Fatalf("after the database came back: %+v, %+v", first.o, second.o)
 	}
+}
+
+// A database that stops answering (a partition: connections accepted,
+// nothing returned) refuses holds at once once the gateway knows it lost
+// the database, new and identical calls alike, rather than after the
+// operation's timeout with the gate's lock held; a remembered approval
+// still lets calls through.
+func TestPostgresUnansweredRefusedAtOnce(t *testing.T) {
+	dsn := pgtest.DB(t)
+	p := newProxy(t, "127.0.0.1:5432")
+	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
+	log := &syncLog{}
+	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
+		o.Logger = slogTo(log)
+		o.Timeout = 20 * time.Second
+	})
+	h := hold(context.Background(), g, call("alice", "read", `{}`))
+	r := pendingFor(t, g, "alice", "read", 1)
+	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
+	recv(t, h)
+	h = hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
+	pendingFor(t, g, "alice", "merge", 1)
+
+	p.setBlackhole(true)
+	log.waitFor(t, "lost the connection to the state database")
+	for _, c := range []*Call{call("alice", "write", `{}`), call("alice", "merge", `{"pr":7}`)} {
+		start := time.Now()
+		_, err := g.HoldCall(context.Background(), c)
+		if err == nil || !strings.Contains(err.Error(), "could not be recorded") {
+			t.Errorf("%s with the database unanswering: %v", c.Tool, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%s: the refusal took %s", c.Tool, d)
+		}
+	}
+	start := time.Now()
+	if o, err := g.HoldCall(context.Background(), call("alice", "read", `{"x":1}`)); err != nil || o.Answer != AnswerRun {
+		t.Errorf("under a remembered approval with the database unanswering: %+v, %v", o, err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the call under a remembered approval took %s", d)
+	}
+	p.setBlackhole(false)
+	log.waitFor(t, "reconnected to the state database")
+	g.Close()
+	recv(t, h)
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

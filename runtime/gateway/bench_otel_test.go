@@ -108,6 +108,6 @@ func TestOTelSpanAttributeMap(t *testing.T) {
 	eight, nine := allocs(8), allocs(9)
 	t.Logf("allocations per span: %v with 8 attributes, %v with 9", eight, nine)
 	if nine <= eight {
-		t.Errorf("a span of 9 attributes allocates %v times, of 8 %v: the SDK no longer pays for the ninth; see traceDecision", nine, eight)
+		t.Errorf("a span of 9 attributes allocates %v times, of 8 %v: the SDK (or Go's maps) no longer pays for the ninth; see traceDecision", nine, eight)
 	}
 }

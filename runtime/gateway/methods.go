@@ -694,7 +694,11 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			return fmt.Errorf("the serving table (serial %d) denies the call now", t.Serial())
 		}
 		// What was approved is a call of the reviewed definition.
-		if cat := a.u.snapshot().cat; cat == nil || cat.toolIdx[a.tool] == nil || g.pinsOf(t).hides(a.u.name, table.Tool, a.tool, cat) {
+		cat := a.u.snapshot().cat
+		if cat == nil || cat.toolIdx[a.tool] == nil {
+			return errors.New("the upstream no longer offers the tool")
+		}
+		if g.pinsOf(t).hides(a.u.name, table.Tool, a.tool, cat) {
 			return fmt.Errorf("the tool's definition changed while the call was held, and no longer matches the one the serving table (serial %d) reviewed", t.Serial())
 		}
 		return nil

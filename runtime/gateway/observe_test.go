@@ -372,6 +372,10 @@ func TestTraceToolCall(t *testing.T) {
 		return m
 	}
 	a := attrs(server)
+	if len(server.Attributes) != 8 {
+		// traceDecision: at 9 the SDK allocates a map table at the end.
+		t.Errorf("an allowed call's span without a session has %d attributes, want 8: %v", len(server.Attributes), a)
+	}
 	digest := tg.Table().Digest()
 	for k, want := range map[string]string{"mcp.method.name": "tools/call", "policyc.server": "github", "policyc.name": "echo",
 		"policyc.decision": "allow", "policyc.decision.reason": "rule", "policyc.table.digest": digest, "policyc.table.serial": "1"} {

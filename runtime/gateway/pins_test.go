@@ -493,80 +493,94 @@ func TestPinsPrompt(t *testing.T) {
 	}
 }
 
-// heldPinsPolicy holds github's echo for approval, its definitions pinned.
+// heldPinsPolicy holds github's echo for approval, its definitions pinned
+// in the mode %s.
 const heldPinsPolicy = `package policy
 
 defaults: {tool: "deny", prompt: "deny", resource: "deny"}
 
 approval_channels: page: approvals_page: {}
 
-mcp_servers: github: access: tool: {
-	allow_list: ["create_issue"]
-	approval_list: ["echo"]
-	approval_channel: "page"
+mcp_servers: github: {
+	pins: %q
+	access: tool: {
+		allow_list: ["create_issue"]
+		approval_list: ["echo"]
+		approval_channel: "page"
+	}
 }
 `
 
 // TestPinsDriftWhileHeld: a tool whose definition drifts while its call is
-// held for approval does not run when the approval comes: what the human
-// approved is a call of the reviewed definition. The call is answered with
-// a tool error saying why, and the upstream never sees it.
+// held for approval does not run when the approval comes, under enforce:
+// what the human approved is a call of the reviewed definition. The call
+// is answered with a tool error saying why, and the upstream never sees
+// it. Under warn it runs, as the drifted tool is served.
 func TestPinsDriftWhileHeld(t *testing.T) {
 	t.Parallel()
-	for _, front := range []string{"stdio", "http"} {
-		t.Run(front, func(t *testing.T) {
-			t.Parallel()
-			up := pinsUpstream()
-			var ran atomic.Int64
-			echo := pinsTools()[0]
-			up.AddTool(echo, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				ran.Add(1)
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
-			})
-			rt := compileWithSnapshot(t, heldPinsPolicy, up, 1)
-			held, release := make(chan struct{}), make(chan struct{})
-			g := startPinsGatewayWith(t, rt, up, io.Discard, func(c *Config) {
-				c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
-					close(held)
-					<-release
-					return Verdict{Approved: true, RequestID: "r1"}, nil
+	for _, mode := range []string{"enforce", "warn"} {
+		for _, front := range []string{"stdio", "http"} {
+			t.Run(mode+"/"+front, func(t *testing.T) {
+				t.Parallel()
+				up := pinsUpstream()
+				var ran atomic.Int64
+				up.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						if r, ok := req.(*mcp.CallToolRequest); ok && r.Params.Name == "echo" {
+							ran.Add(1)
+						}
+						return next(ctx, method, req)
+					}
 				})
+				rt := compileWithSnapshot(t, fmt.Sprintf(heldPinsPolicy, mode), up, 1)
+				held, release := make(chan struct{}), make(chan struct{})
+				g := startPinsGatewayWith(t, rt, up, io.Discard, func(c *Config) {
+					c.Approvals = gateFunc(func(ctx context.Context, req *HoldRequest) (Verdict, error) {
+						close(held)
+						<-release
+						return Verdict{Approved: true, RequestID: "r1"}, nil
+					})
+				})
+				cs := pinsClient(t, g, front, nil)
+				type answer struct {
+					res *mcp.CallToolResult
+					err error
+				}
+				done := make(chan answer, 1)
+				go func() {
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "hi"}})
+					done <- answer{res, err}
+				}()
+				select {
+				case <-held:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the call was not held")
+				}
+				before := g.byName["github"].snapshot().cat
+				pinsChanges[0].apply(up) // the description
+				eventually(t, 10*time.Second, "the upstream to be listed again", func() bool { return g.byName["github"].snapshot().cat != before })
+				close(release)
+				var a answer
+				select {
+				case a = <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the approved call was not answered")
+				}
+				if mode == "warn" {
+					if a.err != nil || a.res == nil || a.res.IsError || ran.Load() != 1 {
+						t.Fatalf("under warn, the approved call of a drifted tool: %+v, %v, ran %d times; want it run once", a.res, a.err, ran.Load())
+					}
+					return
+				}
+				if a.err != nil || a.res == nil || !a.res.IsError {
+					t.Errorf("the approved call of a drifted tool: %+v, %v; want a tool error", a.res, a.err)
+				} else if text := a.res.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "definition changed") {
+					t.Errorf("the tool error does not say why: %q", text)
+				}
+				if n := ran.Load(); n != 0 {
+					t.Errorf("the upstream ran the drifted tool %d times", n)
+				}
 			})
-			cs := pinsClient(t, g, front, nil)
-			type answer struct {
-				res *mcp.CallToolResult
-				err error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__echo", Arguments: map[string]any{"text": "hi"}})
-				done <- answer{res, err}
-			}()
-			select {
-			case <-held:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the call was not held")
-			}
-			before := g.byName["github"].snapshot().cat
-			pinsChanges[0].apply(up) // the description
-			eventually(t, 10*time.Second, "the upstream to be listed again", func() bool { return g.byName["github"].snapshot().cat != before })
-			close(release)
-			var a answer
-			select {
-			case a = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the approved call was not answered")
-			}
-			if a.err != nil || a.res == nil || !a.res.IsError {
-				t.Fatalf("the approved call of a drifted tool: %+v, %v; want a tool error", a.res, a.err)
-			}
-			text := a.res.Content[0].(*mcp.TextContent).Text
-			if !strings.Contains(text, "definition") {
-				t.Errorf("the tool error does not say why: %q", text)
-			}
-			if n := ran.Load(); n != 0 {
-				t.Errorf("the upstream ran the drifted tool %d times", n)
-			}
-		})
+		}
 	}
 }

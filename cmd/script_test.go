@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,7 @@ var update = flag.Bool("update", false, "update testscript golden files")
 
 func TestMain(m *testing.M) {
 	quickRaceExit()
-	testscript.Main(removingTestUpstream{m}, map[string]func(){
+	testscript.Main(packageTests{m}, map[string]func(){
 		"policyc": func() { os.Exit(Main()) },
 	})
 }
@@ -173,15 +174,30 @@ func testUpstream(t *testing.T) string {
 	return upstreamBuild.bin
 }
 
-// removingTestUpstream runs the tests, then removes the test upstream's
-// binary if one was built.
-type removingTestUpstream struct{ m *testing.M }
+// packageTests runs the package's tests (testscript.Main runs them when
+// this binary is not being run as policyc): more of them at once than
+// go test's default, then it removes the test upstream's binary if one was
+// built.
+//
+// The default -parallel is GOMAXPROCS, but the scripts that take longest
+// (gateway_interop_*, catalog_failures) spend their time waiting: for
+// holds, timeouts and Node.js processes, not computing. At GOMAXPROCS
+// they would keep the other scripts from the processors while they wait,
+// so the scripts run 2*GOMAXPROCS at a time; an explicit -parallel is
+// kept.
+type packageTests struct{ m *testing.M }
 
-func (r removingTestUpstream) Run() int {
+func (p packageTests) Run() int {
 	defer func() {
 		if upstreamBuild.dir != "" {
 			os.RemoveAll(upstreamBuild.dir)
 		}
 	}()
-	return r.m.Run()
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
+	return p.m.Run()
 }

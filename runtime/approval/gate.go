@@ -1011,7 +1011,7 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 		}
 		cl, err := g.pg.createOrJoin(&r, maxPending, r.event(now, "requested", Approver{}, ""), now)
 		if err != nil {
-			return nil, nil, claim{}, fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
+			return nil, nil, claim{}, notRecorded(err)
 		}
 		if cl.joined != nil {
 			e := g.installLocked(cl.joined)
@@ -1067,7 +1067,7 @@ func (g *Gate) joinRecordedLocked(e *entry, ctx context.Context) (*waiter, error
 	if g.pg != nil {
 		rev, pending, err := g.pg.join(e.r.ID)
 		if err != nil {
-			return nil, fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
+			return nil, notRecorded(err)
 		}
 		if !pending {
 			// Ended elsewhere, the notification not here yet: take
@@ -1085,6 +1085,12 @@ func (g *Gate) joinRecordedLocked(e *entry, ctx context.Context) (*waiter, error
 		}
 	}
 	return g.joinLocked(e, ctx), nil
+}
+
+// notRecorded is the refusal of a call whose request the shared store
+// could not record (err says why).
+func notRecorded(err error) error {
+	return fmt.Errorf("the approval request could not be recorded, so it was not made and the call did not run: %w", err)
 }
 
 // changedLocked wakes whoever waits for a change (the approvals page's

@@ -479,18 +479,8 @@ func (l *syncLog) waitFor(t testing.TB, s string) {
 // remembered approvals still let calls through, and the store reconnects
 // by itself once the database is back, saying so in its log.
 func TestPostgresDown(t *testing.T) {
-	dsn := pgtest.DB(t)
-	p := newProxy(t, "127.0.0.1:5432")
-	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
-	log := &syncLog{}
-	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
-		o.Logger = slogTo(log)
-		o.Timeout = 2 * time.Second
-	})
-	h := hold(context.Background(), g, call("alice", "read", `{}`))
-	r := pendingFor(t, g, "alice", "read", 1)
-	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
-	recv(t, h)
+	g, p, log, _ := proxiedReplica(t, 2*time.Second)
+	rememberRead(t, g)
 
 	p.setDown(true)
 	log.waitFor(t, "lost the connection to the state database")
@@ -508,12 +498,42 @@ func TestPostgresDown(t *testing.T) {
 
 	p.setDown(false)
 	log.waitFor(t, "reconnected to the state database")
-	h = hold(context.Background(), g, call("alice", "write", `{}`))
-	r = pendingFor(t, g, "alice", "write", 1)
+	h := hold(context.Background(), g, call("alice", "write", `{}`))
+	r := pendingFor(t, g, "alice", "write", 1)
 	mustDecide(t, g, r.ID, VerdictDeny, "")
 	if o := recv(t, h); o.o.Answer != AnswerDenied {
 		t.Fatalf("after the database came back: %+v", o)
 	}
+}
+
+// proxiedReplica opens a replica on a database of its own (dsn, direct),
+// its connections through a proxy the test can cut, its log in log, each
+// operation timing out after timeout (the default when 0), the options
+// changed by mutate then.
+func proxiedReplica(t testing.TB, timeout time.Duration, mutate ...func(*PostgresOptions)) (g *Gate, p *proxy, log *syncLog, dsn string) {
+	dsn = pgtest.DB(t)
+	p = newProxy(t, "127.0.0.1:5432")
+	log = &syncLog{}
+	g = openReplica(t, strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1), func(_ *Config, o *PostgresOptions) {
+		o.Logger = slogTo(log)
+		if timeout > 0 {
+			o.Timeout = timeout
+		}
+		for _, m := range mutate {
+			m(o)
+		}
+	})
+	return g, p, log, dsn
+}
+
+// rememberRead approves alice's read for an hour on g, by a call held and
+// decided.
+func rememberRead(t testing.TB, g *Gate) {
+	t.Helper()
+	h := hold(context.Background(), g, call("alice", "read", `{}`))
+	r := pendingFor(t, g, "alice", "read", 1)
+	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
+	recv(t, h)
 }
 
 // A call identical to one held on this replica is counted in the shared
@@ -521,14 +541,7 @@ func TestPostgresDown(t *testing.T) {
 // not held for a request that no replica could release or count; the
 // call already held is released as usual once the database is back.
 func TestPostgresDownJoinRefused(t *testing.T) {
-	dsn := pgtest.DB(t)
-	p := newProxy(t, "127.0.0.1:5432")
-	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
-	log := &syncLog{}
-	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
-		o.Logger = slogTo(log)
-		o.Timeout = 2 * time.Second
-	})
+	g, p, log, dsn := proxiedReplica(t, 2*time.Second)
 	h := hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
 	r := pendingFor(t, g, "alice", "merge", 1)
 
@@ -568,19 +581,9 @@ func TestPostgresDownJoinRefused(t *testing.T) {
 // operation's timeout with the gate's lock held; a remembered approval
 // still lets calls through.
 func TestPostgresUnansweredRefusedAtOnce(t *testing.T) {
-	dsn := pgtest.DB(t)
-	p := newProxy(t, "127.0.0.1:5432")
-	viaProxy := strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1)
-	log := &syncLog{}
-	g := openReplica(t, viaProxy, func(c *Config, o *PostgresOptions) {
-		o.Logger = slogTo(log)
-		o.Timeout = 20 * time.Second
-	})
-	h := hold(context.Background(), g, call("alice", "read", `{}`))
-	r := pendingFor(t, g, "alice", "read", 1)
-	mustDecide(t, g, r.ID, VerdictApprove, ForHour)
-	recv(t, h)
-	h = hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
+	g, p, log, _ := proxiedReplica(t, 20*time.Second)
+	rememberRead(t, g)
+	h := hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
 	pendingFor(t, g, "alice", "merge", 1)
 
 	p.setBlackhole(true)
@@ -801,11 +804,7 @@ func TestReplicaGrantsAndRevocations(t *testing.T) {
 // database reaches the call held here once it reconnects: it reads again
 // what changed meanwhile.
 func TestPostgresDecidedWhileCutOff(t *testing.T) {
-	dsn := pgtest.DB(t)
-	p := newProxy(t, "127.0.0.1:5432")
-	log := &syncLog{}
-	a := openReplica(t, strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1), func(_ *Config, o *PostgresOptions) {
-		o.Logger = slogTo(log)
+	a, p, log, dsn := proxiedReplica(t, 0, func(o *PostgresOptions) {
 		o.Resync = time.Hour // only the reconnection reads again
 	})
 	b := openReplica(t, dsn, nil)

@@ -39,47 +39,32 @@ func BenchmarkOTelSpan(b *testing.B) {
 		attrTableDigest.String(digest), attrTableSerial.Int64(41)}
 	verdict := attrVerdict.String("approved")
 	all := append([]attribute.KeyValue{method}, decision...)
+	// Each row: whether the span has the client's parent, and the
+	// attributes set, one SetAttributes call a batch.
 	rows := []struct {
-		name string
-		span func(ctx context.Context)
+		name    string
+		parent  bool
+		batches [][]attribute.KeyValue
 	}{
-		{"bare", func(ctx context.Context) {
-			_, s := tr.Start(ctx, "tools/call", serverSpan)
-			s.End()
-		}},
-		{"parent", func(ctx context.Context) {
-			ctx = traceContext.Extract(ctx, carrier)
-			_, s := tr.Start(ctx, "tools/call", serverSpan)
-			s.End()
-		}},
-		{"parent+8-attributes", func(ctx context.Context) {
-			ctx = traceContext.Extract(ctx, carrier)
-			_, s := tr.Start(ctx, "tools/call", serverSpan)
-			s.SetAttributes(method)
-			s.SetAttributes(decision...)
-			s.End()
-		}},
-		{"parent+8-attributes-one-call", func(ctx context.Context) {
-			ctx = traceContext.Extract(ctx, carrier)
-			_, s := tr.Start(ctx, "tools/call", serverSpan)
-			s.SetAttributes(all...)
-			s.End()
-		}},
-		{"parent+9-attributes", func(ctx context.Context) {
-			ctx = traceContext.Extract(ctx, carrier)
-			_, s := tr.Start(ctx, "tools/call", serverSpan)
-			s.SetAttributes(method)
-			s.SetAttributes(decision...)
-			s.SetAttributes(verdict)
-			s.End()
-		}},
+		{"bare", false, nil},
+		{"parent", true, nil},
+		{"parent+8-attributes", true, [][]attribute.KeyValue{{method}, decision}},
+		{"parent+8-attributes-one-call", true, [][]attribute.KeyValue{all}},
+		{"parent+9-attributes", true, [][]attribute.KeyValue{{method}, decision, {verdict}}},
 	}
 	for _, row := range rows {
 		b.Run(row.name, func(b *testing.B) {
 			b.ReportAllocs()
-			ctx := context.Background()
 			for b.Loop() {
-				row.span(ctx)
+				ctx := context.Background()
+				if row.parent {
+					ctx = traceContext.Extract(ctx, carrier)
+				}
+				_, s := tr.Start(ctx, "tools/call", serverSpan)
+				for _, kv := range row.batches {
+					s.SetAttributes(kv...)
+				}
+				s.End()
 			}
 		})
 	}

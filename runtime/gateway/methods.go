@@ -569,10 +569,23 @@ func (g *Gateway) authorizeCall(principal, name string) (authorizedCall, error) 
 		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	st := u.snapshot()
-	if st.cat == nil || st.cat.toolIdx[tool] == nil || g.pinsOf(t).hides(server, table.Tool, tool, st.cat) {
+	if g.toolServed(t, server, st.cat, tool) != nil {
 		return authorizedCall{tool: tool, decision: d, table: t}, absent(methodCallTool, name)
 	}
 	return authorizedCall{u: u, st: st, tool: tool, decision: d, table: t}, nil
+}
+
+// toolServed says why the upstream server's tool is not served by table t,
+// given the upstream's listing cat: not offered, or not as its pin says;
+// nil when it is served.
+func (g *Gateway) toolServed(t *decide.Table, server string, cat *catalogue, tool string) error {
+	if cat == nil || cat.toolIdx[tool] == nil {
+		return errors.New("the upstream no longer offers the tool")
+	}
+	if g.pinsOf(t).hides(server, table.Tool, tool, cat) {
+		return fmt.Errorf("the tool's definition changed upstream and is not the one the serving table (serial %d) reviewed", t.Serial())
+	}
+	return nil
 }
 
 func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToolRequest) (mcp.Result, error) {
@@ -694,14 +707,7 @@ func (g *Gateway) hold(ctx context.Context, principal string, r *mcp.CallToolReq
 			return fmt.Errorf("the serving table (serial %d) denies the call now", t.Serial())
 		}
 		// What was approved is a call of the reviewed definition.
-		cat := a.u.snapshot().cat
-		if cat == nil || cat.toolIdx[a.tool] == nil {
-			return errors.New("the upstream no longer offers the tool")
-		}
-		if g.pinsOf(t).hides(a.u.name, table.Tool, a.tool, cat) {
-			return fmt.Errorf("the tool's definition changed while the call was held, and no longer matches the one the serving table (serial %d) reviewed", t.Serial())
-		}
-		return nil
+		return g.toolServed(t, a.u.name, a.u.snapshot().cat, a.tool)
 	}
 	req := &HoldRequest{
 		Principal: principal, Server: a.u.name, Tool: a.tool, Arguments: canon, Fingerprint: Fingerprint(canon),

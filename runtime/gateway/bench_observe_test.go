@@ -162,8 +162,8 @@ func BenchmarkObserveWork(b *testing.B) {
 	}
 	traced := g.traceMiddleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		traceDecision(ctx, t, "github", "echo", d)
-		_, end := g.traceForward(ctx, req.GetParams().GetMeta())
-		end(nil)
+		g.traceForward(ctx, req.GetParams().GetMeta())
+		g.traceUpstream(ctx, nil)
 		return nil, nil
 	})
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "github__echo",

@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // discardSpans is a span processor that keeps nothing: what a span costs
@@ -94,5 +96,37 @@ func TestOTelSpanAttributeMap(t *testing.T) {
 	t.Logf("allocations per span: %v with 8 attributes, %v with 9", eight, nine)
 	if nine <= eight {
 		t.Errorf("a span of 9 attributes allocates %v times, of 8 %v: the SDK (or Go's maps) no longer pays for the ninth; see traceDecision", nine, eight)
+	}
+}
+
+// TestTraceAttributesNotAllocated checks that the attributes the gateway
+// sets on a request's span (methodAttr, traceDecision) cost no allocation
+// beyond what the SDK makes of the same attributes handed over in slices
+// built beforehand: their slices come from methodAttrs and decisionAttrs,
+// not from each request.
+func TestTraceAttributesNotAllocated(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(discardSpans{}))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("test")
+	tbl := loadTable(t, benchPolicy, 1)
+	d := tbl.Decide("alice", "github", table.Tool, "echo")
+	method := []attribute.KeyValue{attrMethod.String(methodCallTool)}
+	decision := []attribute.KeyValue{attrServer.String("github"), attrName.String("echo"),
+		attrDecision.String(d.Effect.String()), attrReason.String(d.Reason.String()), attrOrigin.String(d.Origin),
+		attrTableDigest.String(tbl.Digest()), attrTableSerial.Int64(int64(tbl.Serial()))}
+	sdk := testing.AllocsPerRun(500, func() {
+		_, s := tr.Start(context.Background(), methodCallTool, serverSpan)
+		s.SetAttributes(method...)
+		s.SetAttributes(decision...)
+		s.End()
+	})
+	ours := testing.AllocsPerRun(500, func() {
+		ctx, s := tr.Start(context.Background(), methodCallTool, serverSpan)
+		s.SetAttributes(methodAttr(methodCallTool)...)
+		traceDecision(ctx, tbl, "github", "echo", d)
+		s.End()
+	})
+	if ours > sdk {
+		t.Errorf("a traced decision allocates %v times, the SDK alone %v: the attribute slices are allocated per request", ours, sdk)
 	}
 }

@@ -617,12 +617,12 @@ func (g *Gateway) callTool(ctx context.Context, principal string, r *mcp.CallToo
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, a.u)
 	defer done()
-	meta, endSpan := g.traceForward(ctx, meta)
+	meta = g.traceForward(ctx, meta)
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	start := time.Now()
 	res, err := a.st.session.CallTool(cctx, &mcp.CallToolParams{Name: a.tool, Arguments: args, Meta: meta})
-	endSpan(err)
+	g.traceUpstream(ctx, err)
 	if g.obs != nil {
 		g.obs.called(a.u.name, time.Since(start), callResult(res, err))
 	}
@@ -966,11 +966,11 @@ func (g *Gateway) getPrompt(ctx context.Context, principal string, r *mcp.GetPro
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	meta, endSpan := g.traceForward(ctx, meta)
+	meta = g.traceForward(ctx, meta)
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.GetPrompt(cctx, &mcp.GetPromptParams{Name: prompt, Arguments: r.Params.Arguments, Meta: meta})
-	endSpan(err)
+	g.traceUpstream(ctx, err)
 	if err != nil {
 		if we, ok := upstreamAnswer(err); ok {
 			return nil, we
@@ -1128,11 +1128,11 @@ func (g *Gateway) readResource(ctx context.Context, principal string, r *mcp.Rea
 	}
 	meta, done := g.forwardMeta(r.Params.Meta, r.Session, u)
 	defer done()
-	meta, endSpan := g.traceForward(ctx, meta)
+	meta = g.traceForward(ctx, meta)
 	cctx, cancel := context.WithTimeout(ctx, g.cfg.CallTimeout)
 	defer cancel()
 	res, err := st.session.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri, Meta: meta})
-	endSpan(err)
+	g.traceUpstream(ctx, err)
 	if err != nil {
 		if we, ok := upstreamAnswer(err); ok {
 			if we.Code == jsonrpc.CodeInvalidParams || we.Code == codeLegacyResourceNotFound {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,7 +78,7 @@ func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		ctx, span := g.tracer.Start(ctx, method, serverSpan)
 		defer span.End()
 		if span.IsRecording() {
-			span.SetAttributes(attrMethod.String(method))
+			span.SetAttributes(methodAttr(method)...)
 			if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && s.ID() != "" {
 				span.SetAttributes(attrSession.String(s.ID()))
 			}
@@ -101,6 +102,33 @@ func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // serverSpan is the option of a request's span, made once.
 var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
+
+// methodAttrs holds the mcp.method.name attribute of each method the
+// gateway serves, made once: a slice passed through the trace.Span
+// interface escapes, so one built per request would be allocated.
+var methodAttrs = func() map[string][]attribute.KeyValue {
+	m := map[string][]attribute.KeyValue{}
+	for _, method := range []string{"initialize", "ping", methodListTools, methodCallTool, methodListPrompts,
+		methodGetPrompt, methodListResources, methodListTemplates, methodReadResource,
+		"resources/subscribe", "resources/unsubscribe", "completion/complete", "logging/setLevel"} {
+		m[method] = []attribute.KeyValue{attrMethod.String(method)}
+	}
+	return m
+}()
+
+// methodAttr is the mcp.method.name attribute of method, as a slice of one.
+func methodAttr(method string) []attribute.KeyValue {
+	if a, ok := methodAttrs[method]; ok {
+		return a
+	}
+	return []attribute.KeyValue{attrMethod.String(method)}
+}
+
+// decisionAttrs recycles traceDecision's attributes. The SDK's
+// SetAttributes copies what it is given, as a variadic callee keeps none
+// of its arguments, but the compiler cannot see that through the
+// trace.Span interface and would allocate them on every request.
+var decisionAttrs = sync.Pool{New: func() any { return new([7]attribute.KeyValue) }}
 
 // requestMeta is the _meta of req's params, nil when it has none.
 func requestMeta(req mcp.Request) map[string]any {
@@ -126,9 +154,13 @@ func traceDecision(ctx context.Context, t *decide.Table, server string, name str
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(attrServer.String(server), attrName.String(name),
+	a := decisionAttrs.Get().(*[7]attribute.KeyValue)
+	*a = [...]attribute.KeyValue{attrServer.String(server), attrName.String(name),
 		attrDecision.String(d.Effect.String()), attrReason.String(d.Reason.String()), attrOrigin.String(d.Origin),
-		attrTableDigest.String(t.Digest()), attrTableSerial.Int64(int64(t.Serial())))
+		attrTableDigest.String(t.Digest()), attrTableSerial.Int64(int64(t.Serial()))}
+	span.SetAttributes(a[:]...)
+	*a = [7]attribute.KeyValue{} // keep no names alive in the pool
+	decisionAttrs.Put(a)
 }
 
 // traceListing adds a listing's counts by decision to the request's span.
@@ -152,23 +184,25 @@ func traceVerdict(ctx context.Context, verdict string) {
 // of a request forwarded upstream, when the client's request has a span:
 // the upstream's own spans join the client's trace as children of the
 // gateway's span. It returns meta (forwardMeta's copy of the client's)
-// with traceparent and tracestate set, or a new one; end records the
-// forwarded request's error, if any, on the span.
-func (g *Gateway) traceForward(ctx context.Context, meta mcp.Meta) (_ mcp.Meta, end func(error)) {
-	if g.tracer == nil {
-		return meta, func(error) {}
-	}
-	span := trace.SpanFromContext(ctx)
-	if !span.SpanContext().IsValid() {
-		return meta, func(error) {}
+// with traceparent and tracestate set, or a new one.
+func (g *Gateway) traceForward(ctx context.Context, meta mcp.Meta) mcp.Meta {
+	if g.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
 	}
 	if meta == nil {
 		meta = mcp.Meta{}
 	}
 	traceContext.Inject(ctx, metaCarrier(meta))
-	return meta, func(err error) {
-		if err != nil {
-			span.SetAttributes(attrUpstreamError.String(err.Error()))
-		}
+	return meta
+}
+
+// traceUpstream records on the request's span the error, if any, of the
+// request traceForward passed upstream.
+func (g *Gateway) traceUpstream(ctx context.Context, err error) {
+	if err == nil || g.tracer == nil {
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attrUpstreamError.String(err.Error()))
 	}
 }

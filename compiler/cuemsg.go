@@ -99,3 +99,31 @@ func (m cueMessage) importPath() (path string, ok bool) {
 
 // is reports whether m has the format f.
 func (m cueMessage) is(f string) bool { return m.format == f }
+
+// CUEMessage is the CUE error a Diagnostic repeats, read as CUE composed
+// it (its format and arguments) rather than from the message text. Its
+// methods are safe on nil, which is no CUE message.
+type CUEMessage struct{ m cueMessage }
+
+// OutOfBound returns the value and the bound of a value outside a bound,
+// each as the message shows it.
+func (c *CUEMessage) OutOfBound() (value, bound string, ok bool) {
+	if c == nil || !c.m.is(cueOutOfBound) {
+		return "", "", false
+	}
+	return c.m.args[0], c.m.args[1], true
+}
+
+// Mismatch returns the two values of a value of the wrong kind (one of
+// them the schema's, often a kind or a pattern) and their two kinds, in
+// the order CUE gave them.
+func (c *CUEMessage) Mismatch() (values, kinds [2]string, ok bool) {
+	if c == nil {
+		return values, kinds, false
+	}
+	values, kinds, ok = c.m.conflict()
+	return values, kinds, ok && kinds[0] != ""
+}
+
+// Required reports whether the message is a required key that is not set.
+func (c *CUEMessage) Required() bool { return c != nil && c.m.is(cueRequired) }

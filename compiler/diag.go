@@ -87,6 +87,10 @@ type Diagnostic struct {
 	Message string `json:"message"`
 	// Suggestion says what to do instead, when that helps.
 	Suggestion string `json:"suggestion,omitempty"`
+	// CUE is CUE's own message, when Message repeats it as CUE wrote it
+	// (after the key path), for callers that word CUE's refusals
+	// themselves; nil when the compiler worded the diagnostic.
+	CUE *CUEMessage `json:"-"`
 }
 
 // Format renders the diagnostic as "file:line:col: severity[code]: message"

@@ -388,7 +388,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			d.Message = fmt.Sprintf("%s: missing or incomplete value (%s)", dotted, msg)
 			d.Suggestion = "give it a concrete value"
 		case dotted != "":
-			d.Message = dotted + ": " + msg
+			d.Message, d.CUE = dotted+": "+msg, &CUEMessage{cm}
 			if bound, ok := cm.outOfBound(); ok && strings.HasPrefix(bound, `=~"^[A-Za-z0-9]`) {
 				d.Suggestion = nameRule
 			}
@@ -396,7 +396,7 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 				d.Suggestion = "check the name, or define it in a file of the package"
 			}
 		default:
-			d.Message = msg
+			d.Message, d.CUE = msg, &CUEMessage{cm}
 		}
 		c.add(d)
 	}

@@ -194,7 +194,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	refused := compiler.HasErrors(ev.Diagnostics)
 	if o.Use == ForPull {
 		ev.Diagnostics = slices.DeleteFunc(ev.Diagnostics, func(d compiler.Diagnostic) bool {
-			return pullOptional[d.Path] && strings.HasSuffix(d.Message, cueRequired)
+			return pullOptional[d.Path] && d.CUE.Required()
 		})
 	}
 	if compiler.HasErrors(ev.Diagnostics) && ev.Value.Exists() {
@@ -216,8 +216,9 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 			if o.Use == ForPull && pullOptional[key] {
 				continue
 			}
-			ev.Diagnostics = append(ev.Diagnostics, compiler.Diagnostic{Code: compiler.CodeGatewayConfig, Severity: compiler.Error,
-				Path: key, Message: key + ": " + cueRequired})
+			d := compiler.Diagnostic{Code: compiler.CodeGatewayConfig, Severity: compiler.Error, Path: key}
+			requiredWording(&d, ev, files)
+			ev.Diagnostics = append(ev.Diagnostics, d)
 		}
 	}
 	if compiler.HasErrors(ev.Diagnostics) {
@@ -226,15 +227,19 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 		for i := range ev.Diagnostics {
 			d := &ev.Diagnostics[i]
 			d.Code = compiler.CodeGatewayConfig
-			wholeUnits(d, ev.Value)
-			valueWording(d)
-			oauthWording(d)
-			if strings.HasSuffix(d.Message, cueRequired) {
-				// A missing key has no position of its own: name the file.
-				d.Message = d.Path + ": required, and not set"
-				d.Suggestion = "add " + d.Path + " (docs/gateway.md, Configuration, lists every key)"
-				if d.Pos.File == "" {
-					d.Pos = missingKeyPos(ev, d.Path, files)
+			if d.CUE.Required() {
+				requiredWording(d, ev, files)
+				continue
+			}
+			// The first wording that rewrites CUE's message has the last
+			// word: what it wrote is no longer CUE's.
+			for _, word := range []func(*compiler.Diagnostic){
+				func(d *compiler.Diagnostic) { wholeUnits(d, ev.Value) }, valueWording, oauthWording,
+			} {
+				msg := d.Message
+				if word(d); d.Message != msg {
+					d.CUE = nil
+					break
 				}
 			}
 		}
@@ -423,6 +428,18 @@ func (r *reader) files() error {
 		}
 	}
 	return nil
+}
+
+// requiredWording words d, a required key the configuration does not set.
+// A missing key has no position of its own: it is given the file's, or
+// its parent's.
+func requiredWording(d *compiler.Diagnostic, ev *compiler.Evaluation, files []compiler.File) {
+	d.Message = d.Path + ": required, and not set"
+	d.Suggestion = "add " + d.Path + " (docs/gateway.md, Configuration, lists every key)"
+	d.CUE = nil
+	if d.Pos.File == "" {
+		d.Pos = missingKeyPos(ev, d.Path, files)
+	}
 }
 
 // missingKeyPos is where to report the missing key dotted: the nearest

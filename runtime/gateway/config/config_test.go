@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,35 +11,46 @@ import (
 )
 
 // evaluate checks src as the one file of a configuration, against the
-// schema only, and returns CUE's messages as the compiler hands them on.
-func evaluate(t *testing.T, src string) map[string]string {
+// schema only, and returns the diagnostics as the compiler hands them on,
+// by key.
+func evaluate(t *testing.T, src string) map[string]compiler.Diagnostic {
 	t.Helper()
 	ev := compiler.Evaluate([]compiler.File{{Name: "gateway.cue", Data: []byte("package gateway\n" + src)}}, Package, "#Gateway")
-	msgs := map[string]string{}
+	diags := map[string]compiler.Diagnostic{}
 	for _, d := range ev.Diagnostics {
-		msgs[d.Path] = strings.TrimPrefix(d.Message, d.Path+": ")
+		diags[d.Path] = d
 	}
-	return msgs
+	return diags
 }
 
-// TestCUEMessages pins the wording of CUE (cuelang.org/go v0.17.1) that
-// valueWording, wholeUnits and Check read back from message text. When it
-// fails after a CUE upgrade, the patterns in wording.go must follow the
-// new wording (or go, if CUE's structured errors reach the diagnostics).
+// TestCUEMessages checks that the refusals valueWording, wholeUnits,
+// oauthWording and Check reword reach them as CUE's own messages
+// (Diagnostic.CUE), read as CUE composed them: a mismatched kind, a value
+// out of a bound, a required key not set. The compiler pins CUE's formats
+// (TestCUEFormats); this pins that the diagnostics carry them. The
+// compiler's own message for a key that is not a name is read by
+// badNameRE.
 func TestCUEMessages(t *testing.T) {
-	msgs := evaluate(t, "call_timeout_seconds: 1.5\nupstreams: web: url: \"x\"\n")
-	if m := msgs["call_timeout_seconds"]; !mismatchRE.MatchString(m) || !strings.Contains(m, cueMismatch) {
-		t.Errorf("a float for an int: CUE says %q, which mismatchRE does not read", m)
+	diags := evaluate(t, "call_timeout_seconds: 1.5\nupstreams: web: url: \"x\"\n")
+	if d := diags["call_timeout_seconds"]; true {
+		values, kinds, ok := d.CUE.Mismatch()
+		// In either order: valueWording tells the schema's side.
+		if i := slices.Index(values[:], "1.5"); !ok || i < 0 || kinds[i] != "float" || kinds[1-i] != "int" {
+			t.Errorf("a float for an int: %q reads as a mismatch %v of kinds %v (%v)", d.Message, values, kinds, ok)
+		}
 	}
-	m := boundRE.FindStringSubmatch(msgs["upstreams.web.url"])
-	if m == nil || m[1] != `"x"` || m[2] != boundURL {
-		t.Errorf("a URL without a scheme: CUE says %q, which boundRE does not read as value \"x\" and bound %s", msgs["upstreams.web.url"], boundURL)
+	if d := diags["upstreams.web.url"]; true {
+		value, bound, ok := d.CUE.OutOfBound()
+		if !ok || value != `"x"` || bound != boundURL {
+			t.Errorf("a URL without a scheme: %q reads as value %s out of bound %s (%v), want \"x\" and %s", d.Message, value, bound, ok, boundURL)
+		}
 	}
-	if m := evaluate(t, "front: stdio: {}\n")["front.stdio.principal"]; !strings.HasSuffix(m, cueRequired) {
-		t.Errorf("a required key left out: CUE says %q, not ending in %q", m, cueRequired)
+	if d := evaluate(t, "front: stdio: {}\n")["front.stdio.principal"]; !d.CUE.Required() {
+		t.Errorf("a required key left out: %q is not read as one", d.Message)
 	}
-	if m := evaluate(t, "upstreams: a: env: \"X-Y\": \"1\"\n")["upstreams.a.env.X-Y"]; !badNameRE.MatchString(m) {
-		t.Errorf("an env key that is not a name: the compiler says %q, which badNameRE does not read", m)
+	d := evaluate(t, "upstreams: a: env: \"X-Y\": \"1\"\n")["upstreams.a.env.X-Y"]
+	if !badNameRE.MatchString(strings.TrimPrefix(d.Message, d.Path+": ")) {
+		t.Errorf("an env key that is not a name: the compiler says %q, which badNameRE does not read", d.Message)
 	}
 }
 

@@ -118,13 +118,12 @@ func oauthWording(d *compiler.Diagnostic) {
 	if !strings.HasPrefix(d.Path, oauthKey+".") && !strings.HasPrefix(d.Path, adminOAuthKey+".") {
 		return
 	}
-	raw := strings.TrimPrefix(d.Message, d.Path+": ")
-	if m := boundRE.FindStringSubmatch(raw); m != nil {
-		v, err := strconv.Unquote(m[1])
+	if value, bound, ok := d.CUE.OutOfBound(); ok {
+		v, err := strconv.Unquote(value)
 		if err != nil {
 			return
 		}
-		switch m[2] {
+		switch bound {
 		case boundScope:
 			d.Message = fmt.Sprintf("%s: %q is not an OAuth scope (printable ASCII without spaces, quotes or backslashes)", d.Path, v)
 			if f := strings.Fields(v); len(f) > 1 {
@@ -139,7 +138,7 @@ func oauthWording(d *compiler.Diagnostic) {
 		return
 	}
 	key := d.Path[strings.LastIndexByte(d.Path, '.')+1:]
-	if strings.HasPrefix(raw, "unknown key") && (key == "audience" || key == "aud") {
+	if strings.HasPrefix(strings.TrimPrefix(d.Message, d.Path+": "), "unknown key") && (key == "audience" || key == "aud") {
 		d.Suggestion = "every token must name the gateway itself as its audience: that is " + oauthKey + ".resource, for all issuers"
 	}
 }

@@ -30,7 +30,7 @@ func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
 	default:
 		return
 	}
-	if !strings.Contains(d.Message, cueMismatch) || !src.Exists() {
+	if _, _, ok := d.CUE.Mismatch(); !ok || !src.Exists() {
 		return
 	}
 	v := src.LookupPath(cue.ParsePath(d.Path))
@@ -60,25 +60,9 @@ const (
 	boundEnvName = `=~"^[A-Za-z_][A-Za-z0-9_]*$"`
 )
 
-// CUE's messages that the rewording reads. The compiler hands on CUE's
-// errors as message text (compiler.Diagnostic has no CUE arguments), so
-// the values and bounds are read back from that text: these patterns
-// follow the wording of cuelang.org/go v0.17.1, and TestCUEMessages pins
-// it, failing when a CUE upgrade changes it. badNameRE reads the
-// compiler's own message for a key that is not a valid name.
-var (
-	boundRE    = regexp.MustCompile(`^invalid value (".*") \(out of bound (.+)\)$`)
-	mismatchRE = regexp.MustCompile(`^conflicting values (.+) and (.+) \(mismatched types (\w+) and (\w+)\)$`)
-	badNameRE  = regexp.MustCompile(`^(".*") is not a valid name$`)
-)
-
-// cueRequired ends CUE's message for a required key that is not set
-// (cuelang.org/go v0.17.1; pinned by TestCUEMessages).
-const cueRequired = "field is required but not present"
-
-// cueMismatch is in CUE's message for a value of the wrong type
-// (cuelang.org/go v0.17.1; pinned by TestCUEMessages).
-const cueMismatch = "mismatched types"
+// badNameRE reads the compiler's own message for a key that is not a
+// valid name (plainUnknownKey).
+var badNameRE = regexp.MustCompile(`^(".*") is not a valid name$`)
 
 // maxApprovals are the values of approvals.servers.NAME.max_approval.
 const maxApprovals = `"once", "1h", "8h" or "7d"`
@@ -87,17 +71,16 @@ const maxApprovals = `"once", "1h", "8h" or "7d"`
 // type) as what the key needs and how to write it. The value of a
 // token_sha256 is never repeated: it may be the token itself.
 func valueWording(d *compiler.Diagnostic) {
-	raw := strings.TrimPrefix(d.Message, d.Path+": ")
 	key := d.Path[strings.LastIndex(d.Path, ".")+1:]
 	if i := strings.IndexByte(key, '['); i >= 0 {
 		key = key[:i]
 	}
-	if m := boundRE.FindStringSubmatch(raw); m != nil {
-		v, err := strconv.Unquote(m[1])
+	if value, bound, ok := d.CUE.OutOfBound(); ok {
+		v, err := strconv.Unquote(value)
 		if err != nil {
 			return
 		}
-		switch m[2] {
+		switch bound {
 		case boundSHA256:
 			d.Message, d.Suggestion = tokenHashWording(d.Path, v)
 		case boundURL:
@@ -116,15 +99,15 @@ func valueWording(d *compiler.Diagnostic) {
 		}
 		return
 	}
-	if m := badNameRE.FindStringSubmatch(raw); m != nil && strings.HasPrefix(d.Path, "upstreams.") {
+	if m := badNameRE.FindStringSubmatch(strings.TrimPrefix(d.Message, d.Path+": ")); m != nil && strings.HasPrefix(d.Path, "upstreams.") {
 		// An env key is a variable's name, not a policy name.
 		if v, err := strconv.Unquote(m[1]); err == nil && strings.HasSuffix(d.Path, ".env."+v) {
 			d.Message, d.Suggestion = envNameWording(d.Path, "", v)
 		}
 		return
 	}
-	m := mismatchRE.FindStringSubmatch(raw)
-	if m == nil {
+	values, kinds, ok := d.CUE.Mismatch()
+	if !ok {
 		return
 	}
 	// One side is the schema's (a kind, a list or pattern type); the
@@ -132,9 +115,9 @@ func valueWording(d *compiler.Diagnostic) {
 	schemaSide := func(s, kind string) bool {
 		return s == kind || strings.HasPrefix(s, "[...") || strings.HasPrefix(s, "=~") || strings.HasPrefix(s, "#")
 	}
-	given, givenKind, want := m[1], m[3], m[4]
-	if schemaSide(m[1], m[3]) {
-		given, givenKind, want = m[2], m[4], m[3]
+	given, givenKind, want := values[0], kinds[0], kinds[1]
+	if schemaSide(values[0], kinds[0]) {
+		given, givenKind, want = values[1], kinds[1], kinds[0]
 	}
 	switch givenKind {
 	case "list", "struct":

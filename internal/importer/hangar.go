@@ -100,8 +100,13 @@ func (h *hangarImport) unknown(k *yaml.Node, path string, known []string) {
 	h.errorf(k, join(path, k.Value), s, "unknown key %q: not carried over, and not ignored", k.Value)
 }
 
+// yamlLine reads the line of a syntax error from go.yaml.in/yaml/v3
+// (v3.0.6), which gives it only in the message ("yaml: line 3: ..."): the
+// error's type is not exported. The "not YAML" case of TestHangarRefusals
+// fails when that wording changes.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// yamlError reports err, a YAML syntax error, at its line when it has one.
 func (h *hangarImport) yamlError(err error) {
 	msg := err.Error()
 	pos := Pos{File: h.file}

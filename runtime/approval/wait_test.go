@@ -108,12 +108,23 @@ func TestCheckpointWaitAndRetry(t *testing.T) {
 	// long, by its name).
 	waiter := s.namedClient(t, "alice", "patient")
 	waited := make(chan string, 1)
-	go func() {
-		text, _, status := waitFor(t, waiter, id)
-		waited <- status + ": " + text
+	go func() { // no t.Fatal off the test's goroutine: the outcome is sent
+		res, err := waiter.CallTool(context.Background(), &mcp.CallToolParams{Name: gateway.WaitToolName, Arguments: map[string]any{"request_id": id}})
+		if err != nil {
+			waited <- "error: " + err.Error()
+			return
+		}
+		var st struct {
+			Status string `json:"status"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &st)
+		waited <- st.Status + ": " + resultText(res)
 	}()
-	for gate.awaiting.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); gate.awaiting.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait tool's call never reached the gate")
+		}
 	}
 	mustDecide(t, gate, id, VerdictApprove, ForOnce)
 	if got := <-waited; !strings.HasPrefix(got, "approved: ") || !strings.Contains(got, "now repeat the original call to github__merge_pull_request exactly once, with the same arguments") {

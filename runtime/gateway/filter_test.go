@@ -565,7 +565,10 @@ func TestConnectWhileListsChange(t *testing.T) {
 		for w := range 3 {
 			wg.Go(func() {
 				for i := range 15 {
-					tg.client(t, fmt.Sprintf("p%d-%d", w, i), legacyVersion, nil)
+					if _, err := tg.connect(t, fmt.Sprintf("p%d-%d", w, i), legacyVersion, nil); err != nil {
+						t.Error(err) // not Fatal: this is not the test's goroutine
+						return
+					}
 				}
 			})
 			wg.Go(func() {

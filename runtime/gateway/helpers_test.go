@@ -201,17 +201,27 @@ func startGateway(t testing.TB, mutate func(*Config)) *testGateway {
 // client connects an SDK client for principal over in-memory transports.
 func (tg *testGateway) client(t testing.TB, principal, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	if _, err := tg.Connect(ctx, principal, st); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := tg.connect(t, principal, version, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// connect is client for any goroutine: it returns its error rather than
+// ending the test. The session is closed when the test ends.
+func (tg *testGateway) connect(t testing.TB, principal, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := tg.Connect(ctx, principal, st); err != nil {
+		return nil, err
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, nil
 }
 
 // The protocol versions tests run under: the handshake versions and the

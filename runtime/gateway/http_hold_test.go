@@ -128,7 +128,14 @@ func TestHTTPDeleteBeforeHold(t *testing.T) {
 			do(http.MethodDelete, "alice-token", session, legacyVersion, "")
 			deleted <- time.Now()
 		}()
-		time.Sleep(100 * time.Millisecond) // the DELETE has ended the holds there are: none
+		// The DELETE has ended the holds there are (none) and waits for
+		// the call's POST.
+		eventually(t, 10*time.Second, "the DELETE to end the session's holds", func() bool {
+			tg.held.mu.Lock()
+			defer tg.held.mu.Unlock()
+			_, ok := tg.held.ended[session]
+			return ok
+		})
 		released := time.Now()
 		close(lg.release)
 		select {

@@ -314,7 +314,9 @@ func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) 
 	msg := err.Error()
 	stage, _ := p.stage.Load().(string)
 	// A stream of bytes that is not JSON, or JSON that is not JSON-RPC
-	// (the SDK's "invalid message version tag").
+	// (the MCP Go SDK v1.8.0's "invalid message version tag", which has
+	// no error value; TestSDKVersionTagWording in internal/procexit pins
+	// it).
 	notJSONRPC := strings.Contains(msg, "invalid character") || strings.Contains(msg, "invalid message version tag")
 	// Over stdio the SDK may report the session closing instead of the
 	// read error that closed it, depending on which it meets first; the

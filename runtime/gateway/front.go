@@ -535,7 +535,9 @@ func numericLiteralError(lit []byte) error {
 
 // httpBodyError is the JSON-RPC error response a POST body is refused with
 // (in a 400 answer) before the SDK reads it, or nil to pass it on. It makes
-// the checks the stdio front makes and the SDK's HTTP transport does not:
+// the checks the stdio front makes and the MCP Go SDK's HTTP transport
+// (v1.8.0) does not (TestSDKTruncatesFloatIDs pins the first against the
+// SDK alone; the others are pinned only by the front's own tests):
 //
 //   - a numeric id the SDK would not answer as written (1.5 as 1), in a
 //     message or in any message of a batch;

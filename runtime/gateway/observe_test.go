@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -17,10 +18,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/policyc/policyc/internal/policytest"
 	"github.com/policyc/policyc/runtime/decide"
 )
 
@@ -605,5 +608,72 @@ func TestPolicyWorkWithMetricsAllocatesNothing(t *testing.T) {
 	}
 	if v, _ := sample(scrape(t, m), "policyc_gateway_decisions_total", "decision", "allow", "kind", "tool", "op", "call", "server", "github"); v < 200 {
 		t.Errorf("decisions counted: %v", v)
+	}
+}
+
+// A request to the HTTP front with a token the gateway does not know is
+// refused, and counted by reason.
+func TestMetricsTokenRefusals(t *testing.T) {
+	m := NewMetrics(MetricsOptions{})
+	tg := startGateway(t, func(c *Config) { c.Metrics = m })
+	do := rawHTTP(t, aliceFront(t, tg).URL)
+	for range 2 {
+		if res, _ := do(http.MethodPost, "not-a-token", "", legacyVersion, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("an unknown token: status %d", res.StatusCode)
+		}
+	}
+	rawHTTPSession(t, do, legacyVersion) // alice's token is not refused
+	s := scrape(t, m)
+	if v, ok := sample(s, "policyc_gateway_token_refusals_total", "reason", "unknown_token"); !ok || v != 2 {
+		t.Errorf("token_refusals_total{reason=unknown_token} = %v (present %v), want 2", v, ok)
+	}
+	for line := range s {
+		if strings.Contains(line, "not-a-token") {
+			t.Errorf("a sample names the token: %s", line)
+		}
+	}
+}
+
+// The table's gauges: when it began to serve, its policy's commit time,
+// its age (from the commit, else from when it began to serve) and its
+// expiry, each only when the table has it.
+func TestMetricsTableTimes(t *testing.T) {
+	since := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := since.Add(90 * time.Second)
+	collect := func(commit, expires string) map[string]float64 {
+		src := policytest.Compile(t, testPolicy, 3)
+		src.Source.CommitTime, src.Expires = commit, expires
+		rt, err := decide.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		collectTable(func(d *prometheus.Desc, v float64, _ ...string) {
+			name := d.String()
+			name = name[strings.Index(name, `"`)+1:]
+			got[name[:strings.Index(name, `"`)]] = v
+		}, rt, since, now)
+		return got
+	}
+	got := collect("2026-12-01T09:00:00Z", "2026-12-08T00:00:00Z")
+	for name, want := range map[string]float64{
+		"policyc_gateway_table_serial":                   3,
+		"policyc_gateway_table_loaded_timestamp_seconds": float64(since.Unix()),
+		"policyc_gateway_table_commit_timestamp_seconds": float64(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Unix()),
+		"policyc_gateway_table_age_seconds":              3690,
+		"policyc_gateway_table_expiry_timestamp_seconds": float64(time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC).Unix()),
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	got = collect("", "")
+	if v := got["policyc_gateway_table_age_seconds"]; v != 90 {
+		t.Errorf("with no commit time, table_age_seconds = %v, want 90 (since it began to serve)", v)
+	}
+	for _, name := range []string{"policyc_gateway_table_commit_timestamp_seconds", "policyc_gateway_table_expiry_timestamp_seconds"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s reported for a table without one", name)
+		}
 	}
 }

@@ -58,20 +58,30 @@ func checkpointOf(t *testing.T, cs *mcp.ClientSession, args map[string]any) stri
 // waitFor calls the wait tool for id and returns its answer.
 func waitFor(t *testing.T, cs *mcp.ClientSession, id string) (text string, isError bool, status string) {
 	t.Helper()
+	text, isError, status, err := callWait(cs, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text, isError, status
+}
+
+// callWait is waitFor for any goroutine: it returns the call's error
+// rather than ending the test.
+func callWait(cs *mcp.ClientSession, id string) (text string, isError bool, status string, err error) {
 	args := map[string]any{}
 	if id != "" {
 		args["request_id"] = id
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: gateway.WaitToolName, Arguments: args})
 	if err != nil {
-		t.Fatal(err)
+		return "", false, "", err
 	}
 	var st struct {
 		Status string `json:"status"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &st)
-	return resultText(res), res.IsError, st.Status
+	return resultText(res), res.IsError, st.Status, nil
 }
 
 // TestCheckpointWaitAndRetry: the held call's hold in place ends with a
@@ -109,17 +119,11 @@ func TestCheckpointWaitAndRetry(t *testing.T) {
 	waiter := s.namedClient(t, "alice", "patient")
 	waited := make(chan string, 1)
 	go func() { // no t.Fatal off the test's goroutine: the outcome is sent
-		res, err := waiter.CallTool(context.Background(), &mcp.CallToolParams{Name: gateway.WaitToolName, Arguments: map[string]any{"request_id": id}})
+		text, _, status, err := callWait(waiter, id)
 		if err != nil {
-			waited <- "error: " + err.Error()
-			return
+			text, status = err.Error(), "error"
 		}
-		var st struct {
-			Status string `json:"status"`
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		json.Unmarshal(b, &st)
-		waited <- st.Status + ": " + resultText(res)
+		waited <- status + ": " + text
 	}()
 	for deadline := time.Now().Add(30 * time.Second); gate.awaiting.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -104,13 +104,13 @@ func (g *Gateway) traceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 var serverSpan = trace.WithSpanKind(trace.SpanKindServer)
 
 // methodAttrs holds the mcp.method.name attribute of each method the
-// gateway serves, made once: a slice passed through the trace.Span
-// interface escapes, so one built per request would be allocated.
+// gateway answers itself, made once: a slice passed through the
+// trace.Span interface escapes, so one built per request would be
+// allocated. The methods the SDK answers get one per request.
 var methodAttrs = func() map[string][]attribute.KeyValue {
 	m := map[string][]attribute.KeyValue{}
-	for _, method := range []string{"initialize", "ping", methodListTools, methodCallTool, methodListPrompts,
-		methodGetPrompt, methodListResources, methodListTemplates, methodReadResource,
-		"resources/subscribe", "resources/unsubscribe", "completion/complete", "logging/setLevel"} {
+	for _, method := range []string{methodListTools, methodCallTool, methodListPrompts, methodGetPrompt,
+		methodListResources, methodListTemplates, methodReadResource} {
 		m[method] = []attribute.KeyValue{attrMethod.String(method)}
 	}
 	return m

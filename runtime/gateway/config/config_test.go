@@ -32,23 +32,20 @@ func evaluate(t *testing.T, src string) map[string]compiler.Diagnostic {
 // badNameRE.
 func TestCUEMessages(t *testing.T) {
 	diags := evaluate(t, "call_timeout_seconds: 1.5\nupstreams: web: url: \"x\"\n")
-	if d := diags["call_timeout_seconds"]; true {
-		values, kinds, ok := d.CUE.Mismatch()
-		// In either order: valueWording tells the schema's side.
-		if i := slices.Index(values[:], "1.5"); !ok || i < 0 || kinds[i] != "float" || kinds[1-i] != "int" {
-			t.Errorf("a float for an int: %q reads as a mismatch %v of kinds %v (%v)", d.Message, values, kinds, ok)
-		}
+	d := diags["call_timeout_seconds"]
+	values, kinds, ok := d.CUE.Mismatch()
+	// In either order: valueWording tells the schema's side.
+	if i := slices.Index(values[:], "1.5"); !ok || i < 0 || kinds[i] != "float" || kinds[1-i] != "int" {
+		t.Errorf("a float for an int: %q reads as a mismatch %v of kinds %v (%v)", d.Message, values, kinds, ok)
 	}
-	if d := diags["upstreams.web.url"]; true {
-		value, bound, ok := d.CUE.OutOfBound()
-		if !ok || value != `"x"` || bound != boundURL {
-			t.Errorf("a URL without a scheme: %q reads as value %s out of bound %s (%v), want \"x\" and %s", d.Message, value, bound, ok, boundURL)
-		}
+	d = diags["upstreams.web.url"]
+	if value, bound, ok := d.CUE.OutOfBound(); !ok || value != `"x"` || bound != boundURL {
+		t.Errorf("a URL without a scheme: %q reads as value %s out of bound %s (%v), want \"x\" and %s", d.Message, value, bound, ok, boundURL)
 	}
 	if d := evaluate(t, "front: stdio: {}\n")["front.stdio.principal"]; !d.CUE.Required() {
 		t.Errorf("a required key left out: %q is not read as one", d.Message)
 	}
-	d := evaluate(t, "upstreams: a: env: \"X-Y\": \"1\"\n")["upstreams.a.env.X-Y"]
+	d = evaluate(t, "upstreams: a: env: \"X-Y\": \"1\"\n")["upstreams.a.env.X-Y"]
 	if !badNameRE.MatchString(strings.TrimPrefix(d.Message, d.Path+": ")) {
 		t.Errorf("an env key that is not a name: the compiler says %q, which badNameRE does not read", d.Message)
 	}

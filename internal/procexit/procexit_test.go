@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,17 +68,38 @@ func TestExited(t *testing.T) {
 }
 
 // A process whose child keeps its standard error open has exited, but
-// Wait is still copying that stream when the SDK stops waiting. The state
-// is then unknown, and reading it must not race with Wait (run with -race).
+// Wait is still copying that stream when the SDK stops waiting: the child
+// lives until Close stops the process group. The state is then unknown,
+// and reading it must not race with Wait (run with -race).
 func TestExitedChildHoldsStderr(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "(sleep 1 >/dev/null </dev/null &); exit 1")
-	cmd.Stderr = &bytes.Buffer{} // copied by a goroutine Wait waits for
+	cmd := exec.Command("sh", "-c", "(exec sleep 300 >/dev/null </dev/null &); exit 1")
+	stderr := &copyWatch{done: make(chan struct{})}
+	cmd.Stderr = stderr
 	tr := New(cmd, 100*time.Millisecond)
 	closeAfterStart(t, tr)
 	if ps := tr.Exited(); ps != nil {
-		t.Logf("Exited() = %v", ps) // either answer is right; the race detector is the check
+		t.Errorf("Exited() = %v while Wait was still copying standard error, want nil", ps)
 	}
-	time.Sleep(1200 * time.Millisecond) // let Wait finish before the test ends
+	// Close stopped the group, so the copy ends; Wait returns once it has.
+	select {
+	case <-stderr.done:
+	case <-time.After(time.Minute):
+		t.Fatal("os/exec still copying standard error a minute after Close: the child outlived the stop of its process group (or exec no longer copies through ReadFrom)")
+	}
+}
+
+// copyWatch is a standard error that says when os/exec has finished
+// copying the process's stream into it: exec copies with io.Copy, which
+// hands the stream to ReadFrom.
+type copyWatch struct {
+	bytes.Buffer
+	done chan struct{}
+	once sync.Once
+}
+
+func (w *copyWatch) ReadFrom(r io.Reader) (int64, error) {
+	defer w.once.Do(func() { close(w.done) })
+	return w.Buffer.ReadFrom(r)
 }
 
 func TestConnectionEnded(t *testing.T) {

@@ -1,8 +1,11 @@
 package importer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/policyc/policyc/runtime/table"
 )
 
 func findings(r *Result) string {
@@ -57,6 +60,15 @@ mcp_servers:
 			`config.yaml:6:7: error: mcp_servers.github.tools.allow_list: key "allow_list" appears twice (first at config.yaml:5:7): Hangar reads only the last one, and the import refuses to drop either without a word` + "\n\tkeep one of the two, with every entry it should have",
 			`config.yaml:7:3: error: mcp_servers.github: key "github" appears twice (first at config.yaml:3:3)`,
 		}},
+		{"a merge of the mapping it is in is refused, not followed for ever", `
+mcp_servers:
+  github:
+    tools: &defaults
+      <<: *defaults
+      deny_list: ["read_secret"]
+`, []string{
+			"config.yaml:5:7: error: mcp_servers.github.tools: merge key (<<) merges the mapping at config.yaml:4:12, which contains this merge: the merge has no end\n\tmerge a mapping defined apart from this one, or write the keys out",
+		}},
 		{"values of the wrong type", `
 mcp_servers:
   s:
@@ -104,6 +116,27 @@ mcp_servers:
 				}
 			}
 		})
+	}
+}
+
+// Merges of merges are expanded once per mapping: each server's tools
+// merge the previous server's twice, so following every merge would take
+// 2^40 steps.
+func TestHangarMergesOfMerges(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("mcp_servers:\n  s0: {tools: &m0 {deny_list: [\"delete_*\"]}}\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&src, "  s%d: {tools: &m%d {<<: [*m%d, *m%d]}}\n", i, i, i-1, i-1)
+	}
+	r := Hangar("config.yaml", []byte(src.String()))
+	if r.HasErrors() {
+		t.Fatalf("import: %s", findings(r))
+	}
+	rt := compile(t, r.CUE)
+	for _, server := range []string{"s0", "s1", "s40"} {
+		if got := rt.DecideWritten("anyone", server, table.Tool, "delete_repo").Effect; got != table.Deny {
+			t.Errorf("%s delete_repo: %s, want deny (merged from s0)", server, got)
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ func FuzzHangar(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Add([]byte("mcp_servers: {a: {tools: {allow_list: ['[!]]x', 'a\\\\b']}}}"))
+	// Merges: of the mapping they are in, and of merges.
+	f.Add([]byte("mcp_servers:\n  e:\n    tools: &d\n      <<: *d\n      deny_list: [x]\n"))
+	f.Add([]byte("mcp_servers:\n  a: {tools: &a {deny_list: [x]}}\n  b: {tools: &b {<<: [*a, *a]}}\n  c: {tools: {<<: [*b, *b], allow_list: [y]}}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) { checkImport(t, Hangar("config.yaml", in)) })
 }
 

@@ -76,6 +76,13 @@ type hangarImport struct {
 	file     string
 	p        *policy
 	findings []Finding
+	// expanded holds the entries of each mapping pairs has expanded, and
+	// expanding the mappings it is expanding now: a mapping merged from
+	// many places is expanded once (merges of merges cost their size, not
+	// the number of ways to reach them), and a merge into a mapping that
+	// is itself being expanded is found, not followed for ever.
+	expanded  map[*yaml.Node][]pair
+	expanding map[*yaml.Node]bool
 }
 
 func (h *hangarImport) pos(n *yaml.Node) Pos {
@@ -406,9 +413,19 @@ func (h *hangarImport) repeatedKeys(n *yaml.Node, path string, visited map[*yaml
 type pair struct{ k, v *yaml.Node }
 
 // pairs returns a mapping's entries in order, with aliases resolved and
-// merge keys (<<) expanded; an explicit key overrides a merged one.
+// merge keys (<<) expanded; an explicit key overrides a merged one. A merge
+// of a mapping that contains it (`a: &x {<<: *x}`) is an error: it has no
+// expansion.
 func (h *hangarImport) pairs(m *yaml.Node, path string) []pair {
 	m = deref(m)
+	if out, ok := h.expanded[m]; ok {
+		return out
+	}
+	if h.expanded == nil {
+		h.expanded, h.expanding = map[*yaml.Node][]pair{}, map[*yaml.Node]bool{}
+	}
+	h.expanding[m] = true
+	defer delete(h.expanding, m)
 	var out []pair
 	seen := map[string]bool{}
 	var merged []pair
@@ -420,7 +437,12 @@ func (h *hangarImport) pairs(m *yaml.Node, path string) []pair {
 				srcs = v.Content
 			}
 			for _, src := range srcs {
-				if src = deref(src); src.Kind == yaml.MappingNode {
+				switch src = deref(src); {
+				case src.Kind != yaml.MappingNode:
+				case h.expanding[src]:
+					h.errorf(k, path, "merge a mapping defined apart from this one, or write the keys out",
+						"merge key (<<) merges the mapping at %s, which contains this merge: the merge has no end", h.pos(src))
+				default:
 					merged = append(merged, h.pairs(src, path)...)
 				}
 			}
@@ -439,6 +461,7 @@ func (h *hangarImport) pairs(m *yaml.Node, path string) []pair {
 			out = append(out, kv)
 		}
 	}
+	h.expanded[m] = out
 	return out
 }
 

@@ -49,14 +49,26 @@ func FuzzCanonicalJSON(f *testing.F) {
 		if err != nil || !bytes.Equal(again, c) {
 			t.Fatalf("not a fixed point: %s → %s (%v)", c, again, err)
 		}
-		var a, b any
-		if json.Unmarshal(in, &a) != nil || json.Unmarshal(c, &b) != nil || !reflect.DeepEqual(a, b) {
-			t.Fatalf("meaning changed: %s → %s", in, c)
+		// Numbers are compared as written: a canonical form keeps them so,
+		// 1e700 too, which no float64 holds.
+		a, errIn := decodeNumbers(in)
+		b, errOut := decodeNumbers(c)
+		if errIn != nil || errOut != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("meaning changed: %s → %s (%v, %v)", in, c, errIn, errOut)
 		}
 		if Fingerprint(c) != Fingerprint(again) {
 			t.Fatal("fingerprint differs for equal bytes")
 		}
 	})
+}
+
+// decodeNumbers decodes a JSON value with its numbers as json.Number.
+func decodeNumbers(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
 }
 
 // Every held call that does not run is told why, with its approval request

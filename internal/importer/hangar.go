@@ -57,7 +57,7 @@ func Hangar(name string, data []byte) *Result {
 			"Hangar allows everything a server's lists do not restrict, and denies by",
 			"default once a server has an allow_list: every default below says which.",
 		},
-	}}
+	}, expanded: map[*yaml.Node][]pair{}, expanding: map[*yaml.Node]bool{}}
 	h.run(data)
 	sortFindings(h.findings)
 	res := &Result{Findings: h.findings}
@@ -420,9 +420,6 @@ func (h *hangarImport) pairs(m *yaml.Node, path string) []pair {
 	m = deref(m)
 	if out, ok := h.expanded[m]; ok {
 		return out
-	}
-	if h.expanded == nil {
-		h.expanded, h.expanding = map[*yaml.Node][]pair{}, map[*yaml.Node]bool{}
 	}
 	h.expanding[m] = true
 	defer delete(h.expanding, m)

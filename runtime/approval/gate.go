@@ -253,6 +253,9 @@ type Gate struct {
 	grants   map[grantKey][]*entry
 	closed   bool
 	notified chan struct{} // closed and replaced on every change
+	// nextPrune is when pruneLocked next looks for requests past their
+	// retention.
+	nextPrune time.Time
 	// awaiting counts the calls waiting in Await for a change.
 	awaiting atomic.Int32
 
@@ -457,7 +460,7 @@ func Open(cfg Config) (*Gate, error) {
 			r.Ran = "not run: the gateway stopped before a call used the approval"
 			events = append(events, r.event(now, "not_run", Approver{}, r.Ran))
 		}
-		if r.Active(now) || now.Sub(r.finished()) < cfg.Retention {
+		if g.retained(r, now) {
 			keep = append(keep, r)
 		}
 	}
@@ -479,6 +482,7 @@ func Open(cfg Config) (*Gate, error) {
 			g.grants[k] = append(g.grants[k], e)
 		}
 	}
+	g.nextPrune = now.Add(pruneEvery)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
 }
@@ -492,10 +496,12 @@ func (g *Gate) openShared(st Store) (*Gate, error) {
 		return nil, fmt.Errorf("approval store %T is not one the gate can share", st)
 	}
 	g.store, g.pg = st, pg
-	reqs, err := pg.load(g.now())
+	now := g.now()
+	reqs, err := pg.load(now.Add(-g.cfg.Retention))
 	if err != nil {
 		return nil, err
 	}
+	g.nextPrune = now.Add(pruneEvery)
 	g.mu.Lock()
 	for _, r := range reqs {
 		g.installLocked(r)
@@ -504,6 +510,47 @@ func (g *Gate) openShared(st Store) (*Gate, error) {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	pg.watch(g.applyRemote)
 	return g, nil
+}
+
+// pruneEvery is how often, at most, a running gate lets go of the
+// requests past their retention. It looks as requests are made (and, on a
+// shared store, as other replicas' requests arrive): a gate that makes
+// none keeps what it has, and grows no more.
+const pruneEvery = time.Hour
+
+// retained reports whether the gate keeps r at now: pending, in force, or
+// finished less than Config.Retention ago. The audit log keeps the rest.
+func (g *Gate) retained(r *Request, now time.Time) bool {
+	return r.Status == Pending || r.Active(now) || now.Sub(r.finished()) < g.cfg.Retention
+}
+
+// pruneLocked lets go of the requests past their retention, in memory and
+// in the store, once every pruneEvery at most: without it a gateway that
+// runs for months would keep every request made since it started. A
+// request some call still waits on, or an approval once still waiting for
+// its call, stays whatever its age. A store that cannot drop them is
+// logged; the next look tries again, and a restart drops them too.
+func (g *Gate) pruneLocked(now time.Time) {
+	if now.Before(g.nextPrune) {
+		return
+	}
+	g.nextPrune = now.Add(pruneEvery)
+	keep := make([]*Request, 0, len(g.reqs))
+	dropped := 0
+	for id, e := range g.reqs {
+		if g.retained(&e.r, now) || len(e.waiters) > 0 || e.chosen != nil || g.ready[e.foldKey()] == e {
+			keep = append(keep, &e.r)
+			continue
+		}
+		delete(g.reqs, id)
+		dropped++
+	}
+	for k := range g.grants {
+		g.activeGrantLocked(k, now) // drops the grants no longer in force
+	}
+	if err := g.store.prune(keep, dropped, now.Add(-g.cfg.Retention)); err != nil {
+		g.logger.Warn("dropping the approval requests past their retention from the store failed; the next try is in an hour", "error", err.Error())
+	}
 }
 
 // finished is when a request stopped being pending (or was decided).
@@ -993,6 +1040,7 @@ func (g *Gate) createLocked(ctx context.Context, r Request, key foldKey, timeout
 	if err := g.store.failed(); err != nil {
 		return nil, nil, claim{}, fmt.Errorf("the approval store cannot record requests: %w", err)
 	}
+	g.pruneLocked(now)
 	if timeout <= 0 {
 		timeout = 300 * time.Second
 	}

@@ -338,17 +338,44 @@ func (s *PostgresStore) Close() {
 	s.pool.Close()
 }
 
-// load deletes the requests past their retention and returns the others.
-func (s *PostgresStore) load(now time.Time) ([]*Request, error) {
+// load deletes the requests finished before before (past their retention)
+// and returns the others.
+func (s *PostgresStore) load(before time.Time) ([]*Request, error) {
 	ctx, cancel := s.op()
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `DELETE FROM approval_requests WHERE status <> 'pending' AND keep_until < $1`, now); err != nil {
+	if err := s.deletePast(ctx, before); err != nil {
+		return nil, err
+	}
+	// The first resync reads what changed since, by the database's clock
+	// (the gateway's may be off).
+	var dbNow time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
 		return nil, dbError(err)
 	}
 	s.mu.Lock()
-	s.since = now.Add(-time.Minute) // the first resync reads what changed since
+	s.since = dbNow.Add(-time.Minute)
 	s.mu.Unlock()
 	return s.query(ctx, `SELECT data, rev, fold FROM approval_requests`)
+}
+
+// prune deletes the requests finished before before. Any replica may: each
+// drops the same ones from memory by the same rule.
+func (s *PostgresStore) prune(_ []*Request, _ int, before time.Time) error {
+	if err := s.lost(); err != nil {
+		return err
+	}
+	ctx, cancel := s.op()
+	defer cancel()
+	return s.deletePast(ctx, before)
+}
+
+// deletePast deletes the requests finished before before; a remembered
+// consent that stands has no keep_until, and is never deleted.
+func (s *PostgresStore) deletePast(ctx context.Context, before time.Time) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM approval_requests WHERE status <> 'pending' AND keep_until < $1`, before); err != nil {
+		return dbError(err)
+	}
+	return nil
 }
 
 func (s *PostgresStore) query(ctx context.Context, sql string, args ...any) ([]*Request, error) {

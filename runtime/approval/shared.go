@@ -51,9 +51,10 @@ func (g *Gate) installLocked(r *Request) *entry {
 		g.applyLocked(e, r)
 		return e
 	}
+	now := g.now()
+	g.pruneLocked(now)
 	e := &entry{r: *r}
 	g.reqs[r.ID] = e
-	now := g.now()
 	switch {
 	case r.Status == Pending:
 		g.pending[e.foldKey()] = e

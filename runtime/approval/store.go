@@ -21,7 +21,8 @@ import (
 const (
 	// StateFile holds the requests: one JSON line per change, each the
 	// whole request as it stands after the change; the last line of an id
-	// wins. It is compacted (rewritten atomically) when the gateway starts.
+	// wins. It is compacted (rewritten atomically) when the gateway starts
+	// and as the gate drops requests past their retention.
 	StateFile = "approvals.jsonl"
 	// AuditFile is the audit log: one JSON line per event (a request made,
 	// notified, decided, used, expired, revoked), appended and never
@@ -68,6 +69,10 @@ type Store interface {
 	logEvent(ev *Event) error
 	// failed returns the error that keeps the store from recording, if any.
 	failed() error
+	// prune drops the requests finished before before, past their
+	// retention. keep is every request the gate keeps, as it stands, and
+	// dropped how many it let go of.
+	prune(keep []*Request, dropped int, before time.Time) error
 	close() error
 }
 
@@ -91,6 +96,8 @@ type fileStore struct {
 	audit *os.File
 	lock  *os.File
 	buf   []byte
+	// appended counts the lines put since the state file was compacted.
+	appended int
 	// logger reports an audit line that could not be written.
 	logger *slog.Logger
 	// broken is the first write error.
@@ -192,6 +199,12 @@ func (r *Request) check() error {
 // compact rewrites the state file with reqs only, atomically, and opens it
 // for appending.
 func (s *fileStore) compact(reqs []*Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compactLocked(reqs)
+}
+
+func (s *fileStore) compactLocked(reqs []*Request) error {
 	sort.Slice(reqs, func(i, j int) bool {
 		if !reqs[i].Created.Equal(reqs[j].Created) {
 			return reqs[i].Created.Before(reqs[j].Created)
@@ -212,10 +225,28 @@ func (s *fileStore) compact(reqs []*Request) error {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open the approval store: %w", err)
+		// The file in place is the new one: appending to the old would
+		// record changes where no restart reads them.
+		s.broken = fmt.Errorf("open the approval store: %w", err)
+		return s.broken
 	}
-	s.state = f
+	if s.state != nil {
+		s.state.Close()
+	}
+	s.state, s.appended = f, 0
 	return nil
+}
+
+// prune rewrites the state file with keep when the gate dropped requests,
+// or when the file holds more lines of changes than requests kept. A store
+// that failed earlier is left as it is: it records nothing until restart.
+func (s *fileStore) prune(keep []*Request, dropped int, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken != nil || (dropped == 0 && s.appended <= len(keep)) {
+		return nil
+	}
+	return s.compactLocked(keep)
 }
 
 // put records r as it now stands, and ev (when not nil) in the audit log.
@@ -235,6 +266,7 @@ func (s *fileStore) put(r *Request, ev *Event) error {
 	if err := s.write(s.state, StateFile); err != nil {
 		return err
 	}
+	s.appended++
 	if ev != nil {
 		if err := s.event(ev); err != nil && s.logger != nil {
 			// The change is recorded and stands; the audit line is

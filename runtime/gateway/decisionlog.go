@@ -180,8 +180,7 @@ func (l *JSONLog) Log(r *Record) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = AppendRecord(l.buf[:0], r)
-	_, err := l.w.Write(l.buf)
-	return err
+	return l.write()
 }
 
 // LogAll writes the records' lines together, in one Write call.
@@ -195,11 +194,7 @@ func (l *JSONLog) LogAll(rs []Record) error {
 	for i := range rs {
 		l.buf = AppendRecord(l.buf, &rs[i])
 	}
-	_, err := l.w.Write(l.buf)
-	if cap(l.buf) > maxKeptBuffer {
-		l.buf = nil // one large listing does not keep its buffer for good
-	}
-	return err
+	return l.write()
 }
 
 // LogListing writes the listing's record as one line.
@@ -207,7 +202,17 @@ func (l *JSONLog) LogListing(r *ListingRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = AppendListing(l.buf[:0], r)
+	return l.write()
+}
+
+// write writes the buffer, and lets it go when it grew past maxKeptBuffer:
+// one large record (a call naming a tool of megabytes, a listing of
+// thousands of items) does not keep its buffer for good.
+func (l *JSONLog) write() error {
 	_, err := l.w.Write(l.buf)
+	if cap(l.buf) > maxKeptBuffer {
+		l.buf = nil
+	}
 	return err
 }
 

@@ -330,3 +330,36 @@ func TestAppendListing(t *testing.T) {
 		t.Error("the digest of nothing hidden is not empty")
 	}
 }
+
+// A record larger than maxKeptBuffer (a denied call naming a tool of
+// megabytes) is written whole, and the log does not keep its buffer: each
+// of the log's writers lets it go, not only LogAll.
+func TestJSONLogLetsLargeBuffersGo(t *testing.T) {
+	var out bytes.Buffer
+	l := NewJSONLog(&out)
+	huge := strings.Repeat("x", 2*maxKeptBuffer)
+	writes := map[string]func() error{
+		"Log":        func() error { return l.Log(&Record{Server: "github", Name: huge}) },
+		"LogAll":     func() error { return l.LogAll([]Record{{Server: "github", Name: huge}}) },
+		"LogListing": func() error { return l.LogListing(&ListingRecord{Method: "tools/list", TableDigest: huge}) },
+	}
+	for name, write := range writes {
+		out.Reset()
+		if err := write(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(out.String(), huge) {
+			t.Errorf("%s wrote %d bytes, not the record", name, out.Len())
+		}
+		if c := cap(l.buf); c > maxKeptBuffer {
+			t.Errorf("after %s the log keeps a buffer of %d bytes, over %d", name, c, maxKeptBuffer)
+		}
+	}
+	// A small record keeps its buffer for the next.
+	if err := l.Log(&Record{Server: "github", Name: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	if cap(l.buf) == 0 {
+		t.Error("a small record's buffer was let go")
+	}
+}

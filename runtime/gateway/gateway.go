@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -168,7 +167,10 @@ type Gateway struct {
 	byName map[string]*upstream
 
 	mu      sync.Mutex
-	servers map[string]*mcp.Server // one per principal
+	servers map[string]*principalServer // one per principal
+	// nextDrop is when serverFor next lets go of idle servers
+	// (dropIdleLocked).
+	nextDrop time.Time
 
 	// shown holds, per principal, the digests of the listings it was last
 	// told of (listsChanged).
@@ -253,7 +255,7 @@ func prepare(cfg Config) (*Gateway, *decide.Table, error) {
 		return nil, nil, err
 	}
 	cfg.setDefaults()
-	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*mcp.Server{}, shown: map[string][len(listBits)]string{}}
+	g := &Gateway{cfg: cfg, logger: cfg.Logger, now: cfg.Now, byName: map[string]*upstream{}, servers: map[string]*principalServer{}, shown: map[string][len(listBits)]string{}}
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -587,9 +589,12 @@ func (g *Gateway) sessionServer(principal string) *mcp.Server {
 func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s := g.servers[principal]; s != nil {
-		return s, !hasSession(s)
+	now := g.now()
+	if ps := g.servers[principal]; ps != nil {
+		ps.handed = now
+		return ps.s, !hasSession(ps.s)
 	}
+	g.dropIdleLocked(now)
 	s := mcp.NewServer(&mcp.Implementation{Name: "policyc-gateway", Version: g.cfg.Version}, &mcp.ServerOptions{
 		Logger: g.sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{
@@ -602,8 +607,50 @@ func (g *Gateway) serverFor(principal string) (_ *mcp.Server, fresh bool) {
 	if g.tracer != nil {
 		s.AddReceivingMiddleware(g.traceMiddleware) // outermost: added last
 	}
-	g.servers[principal] = s
+	g.servers[principal] = &principalServer{s: s, handed: now}
 	return s, true
+}
+
+// principalServer is the MCP server of one principal's sessions.
+type principalServer struct {
+	s *mcp.Server
+	// handed is when s was last handed out, to a session about to connect
+	// or a request of the sessionless protocol.
+	handed time.Time
+}
+
+// serverIdle is how long a principal's server with no session is kept
+// after it was last handed out. The SDK connects the session a server is
+// handed out for at once, so one that long without a session has none
+// coming; dropping it loses nothing, as the next session takes its
+// listings afresh (sessionServer).
+const serverIdle = 10 * time.Minute
+
+// dropIdleLocked lets go of the servers idle for serverIdle, and of their
+// listing digests, at most once a minute: new servers are made as
+// principals come, so without it a gateway whose identity provider issues
+// tokens to ever new subjects (or groups) would keep a server for each
+// one it ever served.
+func (g *Gateway) dropIdleLocked(now time.Time) {
+	if now.Before(g.nextDrop) {
+		return
+	}
+	g.nextDrop = now.Add(time.Minute)
+	var idle []string
+	for p, ps := range g.servers {
+		if now.Sub(ps.handed) >= serverIdle && !hasSession(ps.s) {
+			delete(g.servers, p)
+			idle = append(idle, p)
+		}
+	}
+	if len(idle) == 0 {
+		return
+	}
+	g.shownMu.Lock() // after g.mu, never before it
+	for _, p := range idle {
+		delete(g.shown, p)
+	}
+	g.shownMu.Unlock()
 }
 
 // hasSession reports whether s serves a session.
@@ -649,7 +696,10 @@ func placeholderResourceHandler(context.Context, *mcp.ReadResourceRequest) (*mcp
 func (g *Gateway) listsChanged(which int) {
 	g.checkPins()
 	g.mu.Lock()
-	servers := maps.Clone(g.servers)
+	servers := make(map[string]*mcp.Server, len(g.servers))
+	for p, ps := range g.servers {
+		servers[p] = ps.s
+	}
 	g.mu.Unlock()
 	// g.mu is never taken while shownMu is held.
 	g.shownMu.Lock()

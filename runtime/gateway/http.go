@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"net"
@@ -173,7 +174,8 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 	}
 	versions := mcp.SupportedProtocolVersions()
 	front := &httpFront{
-		g: g,
+		g:       g,
+		opening: newOpenLocks(),
 		sessions: mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 			Logger:         g.sdkLogger,
 			SessionTimeout: opts.IdleTimeout,
@@ -350,7 +352,7 @@ type httpFront struct {
 	sessions    http.Handler // the SDK's handler of sessions (before 2026-07-28)
 	sessionless http.Handler // the SDK's stateless handler (2026-07-28 and later)
 	most        int          // sessions a principal may have open
-	opening     sync.Map     // principal → *sync.Mutex: one session opened at a time
+	opening     *openLocks   // one session of a principal opened at a time
 	versions    []string     // the protocol versions the SDK serves
 	unsupported string       // the SDK's answer to another version
 	posts       postsInFlight
@@ -440,9 +442,9 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	// let go once the SDK answers anything, by which time the session is
 	// connected or refused (the calls of a batch that opened it may take
 	// as long as a hold).
-	mu, _ := f.opening.LoadOrStore(ti.UserID, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	opened := sync.OnceFunc(mu.(*sync.Mutex).Unlock)
+	mu := f.opening.of(ti.UserID)
+	mu.Lock()
+	opened := sync.OnceFunc(mu.Unlock)
 	defer opened()
 	if n := g.sessionCount(ti.UserID); n >= f.most {
 		g.logger.Warn("session refused: too many open", "principal", ti.UserID, "sessions", n, "max_sessions", f.most)
@@ -632,6 +634,23 @@ func isLoopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
+// openLocks are the locks sessions are opened under: a principal's are
+// opened one at a time, so that its session cap holds. A fixed set, each
+// principal's chosen by a hash of its name, not a lock per principal ever
+// seen: two principals that share one wait for each other only while a
+// session opens.
+type openLocks struct {
+	seed  maphash.Seed
+	locks [256]sync.Mutex
+}
+
+func newOpenLocks() *openLocks { return &openLocks{seed: maphash.MakeSeed()} }
+
+// of is principal's lock.
+func (o *openLocks) of(principal string) *sync.Mutex {
+	return &o.locks[maphash.String(o.seed, principal)%uint64(len(o.locks))]
+}
+
 // openingWriter is the response to a POST that opens a session: the first
 // thing written, or a flush, calls opened.
 type openingWriter struct {
@@ -674,9 +693,16 @@ func (g *Gateway) sessionCount(principal string) int {
 	return n
 }
 
-// serverOf is the MCP server of principal's sessions, nil before its first.
+// serverOf is the MCP server of principal's sessions, nil before its first
+// (or once it was idle long enough to be let go). Looking it up counts as
+// handing it out: a request of the principal's is under way.
 func (g *Gateway) serverOf(principal string) *mcp.Server {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.servers[principal]
+	ps := g.servers[principal]
+	if ps == nil {
+		return nil
+	}
+	ps.handed = g.now()
+	return ps.s
 }

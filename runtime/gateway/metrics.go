@@ -358,8 +358,8 @@ func (g *Gateway) openSessions() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := 0
-	for _, s := range g.servers {
-		for range s.Sessions() {
+	for _, ps := range g.servers {
+		for range ps.s.Sessions() {
 			n++
 		}
 	}

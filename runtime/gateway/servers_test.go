@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A principal's server with no session is let go once it has been idle
+// for serverIdle, when another principal's server is made: the gateway
+// keeps the servers of the principals of the last minutes, not one for
+// every principal it ever served (with an identity provider, every
+// subject and group set is a principal of its own). A principal that
+// comes back gets a new server, its listings taken afresh, and is told
+// of changes as before.
+func TestIdleServersLetGo(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		state := func(p string) (server, session, shown bool) {
+			tg.mu.Lock()
+			ps := tg.servers[p]
+			if ps != nil {
+				server, session = true, hasSession(ps.s)
+			}
+			tg.mu.Unlock()
+			tg.shownMu.Lock()
+			_, shown = tg.shown[p]
+			tg.shownMu.Unlock()
+			return server, session, shown
+		}
+		alice := tg.client(t, "alice", legacyVersion, nil)
+		toolNames(t, alice)
+		alice.Close()
+		eventually(t, 5*time.Second, "alice's session to end", func() bool { _, session, _ := state("alice"); return !session })
+		tg.client(t, "bob", legacyVersion, nil) // stays open
+
+		time.Sleep(serverIdle - time.Minute)
+		tg.client(t, "carol", legacyVersion, nil)
+		if server, _, shown := state("alice"); !server || !shown {
+			t.Fatalf("alice's server was let go %s after her session ended, before serverIdle (%s)", serverIdle-time.Minute, serverIdle)
+		}
+
+		time.Sleep(2 * time.Minute)
+		tg.client(t, "dave", legacyVersion, nil)
+		if server, _, shown := state("alice"); server || shown {
+			t.Errorf("alice's server (kept: %v) or listing digests (kept: %v) outlived %s idle", server, shown, serverIdle)
+		}
+		for _, p := range []string{"bob", "carol", "dave"} {
+			if server, session, shown := state(p); !server || !session || !shown {
+				t.Errorf("%s, with a session open: server %v, session %v, digests %v; want all kept", p, server, session, shown)
+			}
+		}
+
+		changed := make(chan struct{}, 10)
+		alice = tg.client(t, "alice", legacyVersion, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		})
+		if names := toolNames(t, alice); !slices.Contains(names, "github__echo") {
+			t.Fatalf("alice's tools after she came back: %v", names)
+		}
+		tg.github.AddTool("list_more") // allowed by "list_*"
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("alice, back on a new server, was not told when a tool she may see was added")
+		}
+		if !slices.Contains(toolNames(t, alice), "github__list_more") {
+			t.Error("github__list_more is not listed")
+		}
+	})
+}

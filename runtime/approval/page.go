@@ -180,13 +180,12 @@ func (a *admin) session(r *http.Request) *pageSession {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.g.now()
-	for k, s := range a.sessions {
-		if !now.Before(s.expires) {
-			delete(a.sessions, k)
-		}
+	s := a.sessions[c.Value]
+	if s != nil && !a.g.now().Before(s.expires) {
+		delete(a.sessions, c.Value)
+		return nil
 	}
-	return a.sessions[c.Value]
+	return s
 }
 
 // sameOrigin refuses a POST that a browser says came from another site.

@@ -361,10 +361,38 @@ func (a *admin) startSession(w http.ResponseWriter, r *http.Request, approver st
 	id := randomToken()
 	s := &pageSession{approver: approver, csrf: randomToken(), expires: now.Add(ttl)}
 	a.mu.Lock()
+	a.endSessionsLocked(now, approver)
 	a.sessions[id] = s
 	a.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: a.secure(r), MaxAge: max(1, int(ttl.Seconds()))})
+}
+
+// maxPageSessions is how many sign-ins one approver may have at once: a
+// new one past it ends that approver's oldest. Each sign-in is kept here,
+// so without a cap a script signing in again and again with an approver's
+// token would keep one for every sign-in until it expired.
+const maxPageSessions = 16
+
+// endSessionsLocked ends the sign-ins that expired, and approver's oldest
+// when it has maxPageSessions, to make room for a new one.
+func (a *admin) endSessionsLocked(now time.Time, approver string) {
+	var oldest string
+	n := 0
+	for k, s := range a.sessions {
+		switch {
+		case !now.Before(s.expires):
+			delete(a.sessions, k)
+		case s.approver == approver:
+			n++
+			if oldest == "" || s.expires.Before(a.sessions[oldest].expires) {
+				oldest = k
+			}
+		}
+	}
+	if n >= maxPageSessions { // every sign-in comes here: n is at most the cap
+		delete(a.sessions, oldest)
+	}
 }
 
 // loginData is the sign-in page: the provider's button when the page

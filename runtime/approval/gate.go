@@ -456,7 +456,7 @@ func Open(cfg Config) (*Gate, error) {
 		case r.Status == Pending:
 			r.Status, r.Ended, r.End = Expired, now, "the gateway stopped while the request was pending"
 			events = append(events, r.event(now, "expired", Approver{}, r.End))
-		case r.Status == Approved && r.Decision.For == ForOnce && r.Ran == "":
+		case r.unused():
 			r.Ran = "not run: the gateway stopped before a call used the approval"
 			events = append(events, r.event(now, "not_run", Approver{}, r.Ran))
 		}
@@ -497,7 +497,7 @@ func (g *Gate) openShared(st Store) (*Gate, error) {
 	}
 	g.store, g.pg = st, pg
 	now := g.now()
-	reqs, err := pg.load(now.Add(-g.cfg.Retention))
+	reqs, err := pg.load(g.cfg.Retention)
 	if err != nil {
 		return nil, err
 	}
@@ -518,10 +518,17 @@ func (g *Gate) openShared(st Store) (*Gate, error) {
 // none keeps what it has, and grows no more.
 const pruneEvery = time.Hour
 
-// retained reports whether the gate keeps r at now: pending, in force, or
-// finished less than Config.Retention ago. The audit log keeps the rest.
+// retained reports whether the gate keeps r at now: pending, in force, an
+// approval once no call used yet, or finished less than Config.Retention
+// ago. The audit log keeps the rest.
 func (g *Gate) retained(r *Request, now time.Time) bool {
-	return r.Status == Pending || r.Active(now) || now.Sub(r.finished()) < g.cfg.Retention
+	return r.Status == Pending || r.Active(now) || r.unused() || now.Sub(r.finished()) < g.cfg.Retention
+}
+
+// unused reports an approval once that no call used, nor was it recorded
+// as lapsed.
+func (r *Request) unused() bool {
+	return r.Status == Approved && r.Decision != nil && r.Decision.For == ForOnce && r.Ran == ""
 }
 
 // pruneLocked lets go of the requests past their retention, in memory and
@@ -536,19 +543,17 @@ func (g *Gate) pruneLocked(now time.Time) {
 	}
 	g.nextPrune = now.Add(pruneEvery)
 	keep := make([]*Request, 0, len(g.reqs))
-	dropped := 0
 	for id, e := range g.reqs {
 		if g.retained(&e.r, now) || len(e.waiters) > 0 || e.chosen != nil || g.ready[e.foldKey()] == e {
 			keep = append(keep, &e.r)
 			continue
 		}
 		delete(g.reqs, id)
-		dropped++
 	}
 	for k := range g.grants {
 		g.activeGrantLocked(k, now) // drops the grants no longer in force
 	}
-	if err := g.store.prune(keep, dropped, now.Add(-g.cfg.Retention)); err != nil {
+	if err := g.store.prune(keep, g.cfg.Retention); err != nil {
 		g.logger.Warn("dropping the approval requests past their retention from the store failed; the next try is in an hour", "error", err.Error())
 	}
 }

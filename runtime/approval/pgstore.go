@@ -338,12 +338,12 @@ func (s *PostgresStore) Close() {
 	s.pool.Close()
 }
 
-// load deletes the requests finished before before (past their retention)
-// and returns the others.
-func (s *PostgresStore) load(before time.Time) ([]*Request, error) {
+// load deletes the requests finished more than retention ago and returns
+// the others.
+func (s *PostgresStore) load(retention time.Duration) ([]*Request, error) {
 	ctx, cancel := s.op()
 	defer cancel()
-	if err := s.deletePast(ctx, before); err != nil {
+	if err := s.deletePast(ctx, retention); err != nil {
 		return nil, err
 	}
 	// The first resync reads what changed since, by the database's clock
@@ -358,21 +358,23 @@ func (s *PostgresStore) load(before time.Time) ([]*Request, error) {
 	return s.query(ctx, `SELECT data, rev, fold FROM approval_requests`)
 }
 
-// prune deletes the requests finished before before. Any replica may: each
-// drops the same ones from memory by the same rule.
-func (s *PostgresStore) prune(_ []*Request, _ int, before time.Time) error {
+// prune deletes the requests finished more than retention ago. Any replica
+// may: each drops the same ones from memory by the same rule.
+func (s *PostgresStore) prune(_ []*Request, retention time.Duration) error {
 	if err := s.lost(); err != nil {
 		return err
 	}
 	ctx, cancel := s.op()
 	defer cancel()
-	return s.deletePast(ctx, before)
+	return s.deletePast(ctx, retention)
 }
 
-// deletePast deletes the requests finished before before; a remembered
-// consent that stands has no keep_until, and is never deleted.
-func (s *PostgresStore) deletePast(ctx context.Context, before time.Time) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM approval_requests WHERE status <> 'pending' AND keep_until < $1`, before); err != nil {
+// deletePast deletes the requests finished more than retention ago, by the
+// database's clock: a replica whose clock runs fast does not delete what
+// the others keep. A remembered consent that stands has no keep_until, and
+// is never deleted.
+func (s *PostgresStore) deletePast(ctx context.Context, retention time.Duration) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM approval_requests WHERE status <> 'pending' AND keep_until < clock_timestamp() - make_interval(secs => $1)`, retention.Seconds()); err != nil {
 		return dbError(err)
 	}
 	return nil
@@ -460,7 +462,7 @@ func (s *PostgresStore) createOrJoin(r *Request, maxPending int, ev *Event, now 
 		}
 		// A pending request past its expiry that no replica expired (every
 		// one holding it stopped) no longer folds anything.
-		if _, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'expired', data = jsonb_set(jsonb_set(jsonb_set(data, '{status}', '"expired"'), '{ended}', to_jsonb($2::timestamptz)), '{end}', to_jsonb($3::text)), rev = rev + 1, updated = clock_timestamp()
+		if _, err := tx.Exec(ctx, `UPDATE approval_requests SET status = 'expired', data = jsonb_set(jsonb_set(jsonb_set(data, '{status}', '"expired"'), '{ended}', to_jsonb($2::timestamptz)), '{end}', to_jsonb($3::text)), keep_until = $2, rev = rev + 1, updated = clock_timestamp()
 			WHERE fold = $1 AND status = 'pending' AND expires <= $2`, r.Fingerprint, now, noDecision); err != nil {
 			return err
 		}

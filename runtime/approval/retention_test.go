@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/policyc/policyc/internal/pgtest"
 )
 
@@ -160,6 +162,19 @@ func TestRetentionCompactsStateFile(t *testing.T) {
 	}
 }
 
+// exec runs sql on the database at dsn.
+func exec(t testing.TB, dsn, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
 // On a shared store, finished requests stay for the retention across a
 // replica's restart, as in the file store (they were deleted at every
 // start), and past it each replica lets go of them as requests arrive,
@@ -171,6 +186,7 @@ func TestReplicaRetention(t *testing.T) {
 	a, b := openReplica(t, dsn, withClock), openReplica(t, dsn, withClock)
 	denied := decided(t, a, "delete_repo", VerdictDeny, "")
 	week := decided(t, a, "create_issue", VerdictApprove, ForWeek)
+	deniedNow, _ := a.Get(denied.ID)
 	waitUntil(t, b, "b knows both decisions", func() bool { return len(b.List(Filter{Status: Denied})) == 1 && len(b.List(Filter{Active: true})) == 1 })
 
 	clk.Add(day)
@@ -179,7 +195,10 @@ func TestReplicaRetention(t *testing.T) {
 		t.Fatalf("a replica started a day later: %s, want %s", got, want)
 	}
 
+	// 31 days on for the gateways; the database, which deletes by its own
+	// clock, sees its rows' ends moved as far back.
 	clk.Add(30 * day)
+	exec(t, dsn, `UPDATE approval_requests SET keep_until = keep_until - interval '31 days'`)
 	decided(t, a, "fork", VerdictDeny, "")
 	if got, want := known(a, denied, week), "delete_repo=gone create_issue=kept"; got != want {
 		t.Fatalf("31 days on, replica a: %s, want %s", got, want)
@@ -197,5 +216,10 @@ func TestReplicaRetention(t *testing.T) {
 	waitUntil(t, b, "b lets go of the denial", func() bool { _, ok := b.Get(denied.ID); return !ok })
 	if _, ok := b.Get(week.ID); !ok {
 		t.Error("b let go of the week's approval, which ended 24 days ago")
+	}
+	// A late notice of it (read before the row went) does not bring it back.
+	b.applyRemote(&deniedNow)
+	if _, ok := b.Get(denied.ID); ok {
+		t.Error("a late change of a request past its retention brought it back to b")
 	}
 }

@@ -45,13 +45,17 @@ func (g *Gate) applyRemote(r *Request) {
 
 // installLocked makes r, read from the shared store, the gate's: a request
 // it did not know joins the fold (pending), the grants (in force) or the
-// approvals once waiting for a call; one it knew takes r's change.
+// approvals once waiting for a call, unless it is past its retention (nil
+// then); one it knew takes r's change.
 func (g *Gate) installLocked(r *Request) *entry {
 	if e := g.reqs[r.ID]; e != nil {
 		g.applyLocked(e, r)
 		return e
 	}
 	now := g.now()
+	if !g.retained(r, now) {
+		return nil // past its retention: let go here already, or never known
+	}
 	g.pruneLocked(now)
 	e := &entry{r: *r}
 	g.reqs[r.ID] = e
@@ -62,7 +66,7 @@ func (g *Gate) installLocked(r *Request) *entry {
 	case r.Active(now):
 		k := e.grantKey()
 		g.grants[k] = append(g.grants[k], e)
-	case r.Status == Approved && r.Decision.For == ForOnce && r.Ran == "":
+	case r.unused():
 		g.readyLocked(e, now)
 	}
 	g.changedLocked()

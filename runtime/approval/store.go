@@ -69,10 +69,9 @@ type Store interface {
 	logEvent(ev *Event) error
 	// failed returns the error that keeps the store from recording, if any.
 	failed() error
-	// prune drops the requests finished before before, past their
-	// retention. keep is every request the gate keeps, as it stands, and
-	// dropped how many it let go of.
-	prune(keep []*Request, dropped int, before time.Time) error
+	// prune drops the requests finished more than retention ago. keep is
+	// every request the gate keeps, as it stands.
+	prune(keep []*Request, retention time.Duration) error
 	close() error
 }
 
@@ -96,8 +95,8 @@ type fileStore struct {
 	audit *os.File
 	lock  *os.File
 	buf   []byte
-	// appended counts the lines put since the state file was compacted.
-	appended int
+	// lines counts the lines of the state file.
+	lines int
 	// logger reports an audit line that could not be written.
 	logger *slog.Logger
 	// broken is the first write error.
@@ -233,17 +232,20 @@ func (s *fileStore) compactLocked(reqs []*Request) error {
 	if s.state != nil {
 		s.state.Close()
 	}
-	s.state, s.appended = f, 0
+	s.state, s.lines = f, len(reqs)
 	return nil
 }
 
-// prune rewrites the state file with keep when the gate dropped requests,
-// or when the file holds more lines of changes than requests kept. A store
-// that failed earlier is left as it is: it records nothing until restart.
-func (s *fileStore) prune(keep []*Request, dropped int, _ time.Time) error {
+// prune rewrites the state file with keep once it holds twice as many
+// lines as keep has requests, not on every look: the lines of requests let
+// go (which a restart drops too) and of older changes of those kept wait
+// until then, so the file is rewritten as often as it doubles, and the
+// gate, whose lock is held meanwhile, pauses that rarely. A store that
+// failed earlier is left as it is: it records nothing until restart.
+func (s *fileStore) prune(keep []*Request, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.broken != nil || (dropped == 0 && s.appended <= len(keep)) {
+	if s.broken != nil || s.lines < 2*len(keep) || s.lines == 0 {
 		return nil
 	}
 	return s.compactLocked(keep)
@@ -266,7 +268,7 @@ func (s *fileStore) put(r *Request, ev *Event) error {
 	if err := s.write(s.state, StateFile); err != nil {
 		return err
 	}
-	s.appended++
+	s.lines++
 	if ev != nil {
 		if err := s.event(ev); err != nil && s.logger != nil {
 			// The change is recorded and stands; the audit line is

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // WriteAtomic writes data to path through a temporary file in the same directory,
-// synced and renamed into place. On any error the temporary file is removed
-// and path is untouched.
+// synced and renamed into place, and syncs the directory so that the rename
+// survives a crash too. On any error the temporary file is removed and path
+// is untouched (or, when only the directory's sync failed, holds data).
 //
 // A directory is refused by name. A path that exists and is not a regular
 // file (/dev/null, /dev/stdout, a named pipe) is written in place: renaming over it would replace the device
@@ -82,5 +84,27 @@ func place(path string, data []byte, perm os.FileMode, put func(tmp, path string
 	if err = put(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("write %s: the file is in place, but its directory could not be synced: %w", path, err)
+	}
 	return nil
+}
+
+// syncDir syncs directory dir, so that a file just renamed or linked into
+// it stays there after a crash (fsync of the file alone does not promise
+// that). Windows has no directory sync: there a rename is as durable as
+// the file system makes it.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

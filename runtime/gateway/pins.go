@@ -52,6 +52,30 @@ type pinState struct {
 	// notify, when set, is told of every new drift (a signed webhook
 	// delivery).
 	notify func(context.Context, Drift)
+	// sending counts the drift notifications under way (sendDrift).
+	sending atomic.Int32
+}
+
+// maxDriftSends is how many drift notifications may be under way at once.
+// Each may take a minute or more against a webhook that is down (retried
+// with backoff), and an upstream whose definitions keep changing makes new
+// drift at every listing: past this, a new drift is logged and shown in
+// the status but not notified, so that no number of drifts makes as many
+// goroutines.
+const maxDriftSends = 64
+
+// sendDrift runs f, a drift notification, on its own goroutine, unless
+// maxDriftSends are under way; it reports whether it did.
+func (ps *pinState) sendDrift(f func()) bool {
+	if ps.sending.Add(1) > maxDriftSends {
+		ps.sending.Add(-1)
+		return false
+	}
+	go func() {
+		defer ps.sending.Add(-1)
+		f()
+	}()
+	return true
 }
 
 // Drift is an item of an upstream whose live definition is not the one
@@ -249,6 +273,7 @@ func (g *Gateway) checkPins() {
 		return strings.Compare(a.Server+"\x00"+a.Kind+"\x00"+a.Name, b.Server+"\x00"+b.Kind+"\x00"+b.Name)
 	})
 	ps.drift = drift
+	notSent := 0
 	for _, d := range fresh {
 		action := "served"
 		if d.Hidden {
@@ -258,14 +283,18 @@ func (g *Gateway) checkPins() {
 			"upstream", d.Server, "kind", d.Kind, "name", catalog.ShowName(d.Name), "pins", d.Mode, "action", action,
 			"pinned_digest", d.Pinned, "live_digest", d.Live, "difference", d.Difference,
 			"table_serial", d.TableSerial, "table_digest", d.TableDigest)
-		if ps.notify != nil {
-			go ps.notify(g.ctx, d)
+		if notify := ps.notify; notify != nil && !ps.sendDrift(func() { notify(g.ctx, d) }) {
+			notSent++
 		}
 		if n, ok := g.cfg.Approvals.(DriftNotifier); ok {
-			if hooks := webhooks(t.Source()); len(hooks) > 0 {
-				go n.NotifyDrift(g.ctx, d, hooks)
+			if hooks := webhooks(t.Source()); len(hooks) > 0 && !ps.sendDrift(func() { n.NotifyDrift(g.ctx, d, hooks) }) {
+				notSent++
 			}
 		}
+	}
+	if notSent > 0 {
+		g.logger.Warn("drift notifications not sent: as many as the gateway sends at once are under way (a webhook that does not answer, or an upstream whose definitions keep changing); the drift is in this log and the gateway's status",
+			"not_sent", notSent, "under_way", maxDriftSends)
 	}
 }
 

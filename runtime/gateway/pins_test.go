@@ -584,3 +584,48 @@ func TestPinsDriftWhileHeld(t *testing.T) {
 		}
 	}
 }
+
+// Drift notifications under way at once are capped: with the notifier
+// stuck (a webhook that does not answer) and an upstream that adds 100
+// tools no catalogue has, 64 are sent and the rest are logged as not
+// sent, not each given a goroutine; once the stuck ones end, a new drift
+// is notified again.
+func TestDriftNotificationsBounded(t *testing.T) {
+	t.Parallel()
+	up := pinsUpstream()
+	rt := compilePinned(t, "", up, 1)
+	oplog := &syncBuffer{}
+	g := startPinsGateway(t, rt, up, oplog)
+	release := make(chan struct{})
+	var calls, running, most atomic.Int32
+	g.SetDriftNotify(func(ctx context.Context, d Drift) {
+		calls.Add(1)
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		running.Add(-1)
+	})
+	for i := range 100 {
+		addPinned(up, &mcp.Tool{Name: fmt.Sprintf("new_%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	eventually(t, 20*time.Second, "the 100 new tools to be found drifted", func() bool { return len(g.Drift()) == 100 })
+	eventually(t, 10*time.Second, "the notifications not sent to be logged", func() bool {
+		return strings.Contains(oplog.String(), "drift notifications not sent")
+	})
+	if n := g.pins.sending.Load(); n != maxDriftSends {
+		t.Errorf("%d notifications under way, want %d", n, maxDriftSends)
+	}
+	// The notifications started run on goroutines of their own, by now or soon.
+	eventually(t, 10*time.Second, "the notifications under way to run", func() bool { return running.Load() == maxDriftSends })
+	if c, m := calls.Load(), most.Load(); c != maxDriftSends || m != maxDriftSends {
+		t.Errorf("%d notifications sent, %d at once; want %d and %d", c, m, maxDriftSends, maxDriftSends)
+	}
+	close(release)
+	eventually(t, 10*time.Second, "the stuck notifications to end", func() bool { return running.Load() == 0 && g.pins.sending.Load() == 0 })
+	addPinned(up, &mcp.Tool{Name: "later", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	eventually(t, 20*time.Second, "a later drift to be notified", func() bool { return calls.Load() == maxDriftSends+1 })
+}

@@ -46,6 +46,7 @@ const sessionCookie = "policyc_approver"
 type pageSession struct {
 	approver string
 	csrf     string
+	started  time.Time
 	expires  time.Time
 }
 

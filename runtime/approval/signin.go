@@ -359,7 +359,7 @@ func (a *admin) startSession(w http.ResponseWriter, r *http.Request, approver st
 		ttl = expires.Sub(now)
 	}
 	id := randomToken()
-	s := &pageSession{approver: approver, csrf: randomToken(), expires: now.Add(ttl)}
+	s := &pageSession{approver: approver, csrf: randomToken(), started: now, expires: now.Add(ttl)}
 	a.mu.Lock()
 	a.endSessionsLocked(now, approver)
 	a.sessions[id] = s
@@ -385,7 +385,7 @@ func (a *admin) endSessionsLocked(now time.Time, approver string) {
 			delete(a.sessions, k)
 		case s.approver == approver:
 			n++
-			if oldest == "" || s.expires.Before(a.sessions[oldest].expires) {
+			if oldest == "" || s.started.Before(a.sessions[oldest].started) {
 				oldest = k
 			}
 		}

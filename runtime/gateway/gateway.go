@@ -169,8 +169,10 @@ type Gateway struct {
 	mu      sync.Mutex
 	servers map[string]*principalServer // one per principal
 	// nextDrop is when serverFor next lets go of idle servers
-	// (dropIdleLocked).
+	// (dropIdleLocked); unshown are principals whose servers went while
+	// their listing digests could not, shownMu being held.
 	nextDrop time.Time
+	unshown  []string
 
 	// shown holds, per principal, the digests of the listings it was last
 	// told of (listsChanged).
@@ -636,21 +638,26 @@ func (g *Gateway) dropIdleLocked(now time.Time) {
 		return
 	}
 	g.nextDrop = now.Add(time.Minute)
-	var idle []string
 	for p, ps := range g.servers {
 		if now.Sub(ps.handed) >= serverIdle && !hasSession(ps.s) {
 			delete(g.servers, p)
-			idle = append(idle, p)
+			g.unshown = append(g.unshown, p)
 		}
 	}
-	if len(idle) == 0 {
+	// The digests go too, unless listsChanged holds shownMu (while it
+	// lists for every class): waiting for it here would hold up every new
+	// server meanwhile, so they go at a later drop. A principal whose
+	// server is back by then keeps the digests its new server took.
+	if len(g.unshown) == 0 || !g.shownMu.TryLock() {
 		return
 	}
-	g.shownMu.Lock() // after g.mu, never before it
-	for _, p := range idle {
-		delete(g.shown, p)
+	for _, p := range g.unshown {
+		if g.servers[p] == nil {
+			delete(g.shown, p)
+		}
 	}
 	g.shownMu.Unlock()
+	g.unshown = g.unshown[:0]
 }
 
 // hasSession reports whether s serves a session.

@@ -641,7 +641,7 @@ func isLoopback(addr string) bool {
 // session opens.
 type openLocks struct {
 	seed  maphash.Seed
-	locks [256]sync.Mutex
+	locks [1024]sync.Mutex
 }
 
 func newOpenLocks() *openLocks { return &openLocks{seed: maphash.MakeSeed()} }

@@ -52,30 +52,48 @@ type pinState struct {
 	// notify, when set, is told of every new drift (a signed webhook
 	// delivery).
 	notify func(context.Context, Drift)
-	// sending counts the drift notifications under way (sendDrift).
-	sending atomic.Int32
+	// sends holds the drift notifications waiting for a sender, made
+	// with the senders on the first (sendDrift).
+	sends     chan func()
+	startSend sync.Once
 }
 
-// maxDriftSends is how many drift notifications may be under way at once.
-// Each may take a minute or more against a webhook that is down (retried
-// with backoff), and an upstream whose definitions keep changing makes new
-// drift at every listing: past this, a new drift is logged and shown in
-// the status but not notified, so that no number of drifts makes as many
-// goroutines.
-const maxDriftSends = 64
+// Drift notifications are sent by driftSenders goroutines, in the order
+// found, with at most driftQueue waiting. A delivery to a webhook that
+// does not answer takes a minute or more (retried with backoff), and an
+// upstream whose definitions keep changing makes new drift at every
+// listing: a notification past the queue is not sent (the drift is logged
+// and in the status), so that no number of drifts makes as many
+// goroutines, while a burst of them to a webhook that answers is sent.
+const (
+	driftSenders = 4
+	driftQueue   = 256
+)
 
-// sendDrift runs f, a drift notification, on its own goroutine, unless
-// maxDriftSends are under way; it reports whether it did.
-func (ps *pinState) sendDrift(f func()) bool {
-	if ps.sending.Add(1) > maxDriftSends {
-		ps.sending.Add(-1)
+// sendDrift queues f, a drift notification, for the senders, which run
+// until ctx ends; it reports false when the queue is full.
+func (ps *pinState) sendDrift(ctx context.Context, f func()) bool {
+	ps.startSend.Do(func() {
+		ps.sends = make(chan func(), driftQueue)
+		for range driftSenders {
+			go func() {
+				for {
+					select {
+					case f := <-ps.sends:
+						f()
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+		}
+	})
+	select {
+	case ps.sends <- f:
+		return true
+	default:
 		return false
 	}
-	go func() {
-		defer ps.sending.Add(-1)
-		f()
-	}()
-	return true
 }
 
 // Drift is an item of an upstream whose live definition is not the one
@@ -283,18 +301,18 @@ func (g *Gateway) checkPins() {
 			"upstream", d.Server, "kind", d.Kind, "name", catalog.ShowName(d.Name), "pins", d.Mode, "action", action,
 			"pinned_digest", d.Pinned, "live_digest", d.Live, "difference", d.Difference,
 			"table_serial", d.TableSerial, "table_digest", d.TableDigest)
-		if notify := ps.notify; notify != nil && !ps.sendDrift(func() { notify(g.ctx, d) }) {
+		if notify := ps.notify; notify != nil && !ps.sendDrift(g.ctx, func() { notify(g.ctx, d) }) {
 			notSent++
 		}
 		if n, ok := g.cfg.Approvals.(DriftNotifier); ok {
-			if hooks := webhooks(t.Source()); len(hooks) > 0 && !ps.sendDrift(func() { n.NotifyDrift(g.ctx, d, hooks) }) {
+			if hooks := webhooks(t.Source()); len(hooks) > 0 && !ps.sendDrift(g.ctx, func() { n.NotifyDrift(g.ctx, d, hooks) }) {
 				notSent++
 			}
 		}
 	}
 	if notSent > 0 {
-		g.logger.Warn("drift notifications not sent: as many as the gateway sends at once are under way (a webhook that does not answer, or an upstream whose definitions keep changing); the drift is in this log and the gateway's status",
-			"not_sent", notSent, "under_way", maxDriftSends)
+		g.logger.Warn("drift notifications not sent: as many as the gateway keeps are waiting (a webhook that does not answer, or an upstream whose definitions keep changing); the drift is in this log and the gateway's status",
+			"not_sent", notSent, "waiting", driftQueue)
 	}
 }
 

@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -585,47 +588,85 @@ func TestPinsDriftWhileHeld(t *testing.T) {
 	}
 }
 
-// Drift notifications under way at once are capped: with the notifier
-// stuck (a webhook that does not answer) and an upstream that adds 100
-// tools no catalogue has, 64 are sent and the rest are logged as not
-// sent, not each given a goroutine; once the stuck ones end, a new drift
-// is notified again.
+// Drift notifications are sent by a few senders from a bounded queue. A
+// burst of drifts to a notifier that answers is sent whole; with the
+// notifier stuck (a webhook that does not answer) the senders wait, the
+// queue fills, and the drifts past it are logged as not sent, not each
+// given a goroutine; once the stuck ones end, the queue drains and a new
+// drift is sent again.
 func TestDriftNotificationsBounded(t *testing.T) {
 	t.Parallel()
 	up := pinsUpstream()
 	rt := compilePinned(t, "", up, 1)
 	oplog := &syncBuffer{}
 	g := startPinsGateway(t, rt, up, oplog)
-	release := make(chan struct{})
-	var calls, running, most atomic.Int32
+	stuck := make(chan struct{})
+	close(stuck) // not stuck at first
+	var mu sync.Mutex
+	var calls, running, most int
 	g.SetDriftNotify(func(ctx context.Context, d Drift) {
-		calls.Add(1)
-		n := running.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
+		mu.Lock()
+		calls++
+		running++
+		most = max(most, running)
+		wait := stuck
+		mu.Unlock()
 		select {
-		case <-release:
+		case <-wait:
 		case <-ctx.Done():
 		}
-		running.Add(-1)
+		mu.Lock()
+		running--
+		mu.Unlock()
 	})
-	for i := range 100 {
-		addPinned(up, &mcp.Tool{Name: fmt.Sprintf("new_%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)})
+	state := func() (int, int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return calls, running, most
 	}
-	eventually(t, 20*time.Second, "the 100 new tools to be found drifted", func() bool { return len(g.Drift()) == 100 })
-	eventually(t, 10*time.Second, "the notifications not sent to be logged", func() bool {
-		return strings.Contains(oplog.String(), "drift notifications not sent")
-	})
-	if n := g.pins.sending.Load(); n != maxDriftSends {
-		t.Errorf("%d notifications under way, want %d", n, maxDriftSends)
+	drifted := 0
+	addTools := func(prefix string, n int) {
+		for i := range n {
+			addPinned(up, &mcp.Tool{Name: fmt.Sprintf("%s_%d", prefix, i), InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+		drifted += n
+		eventually(t, 20*time.Second, fmt.Sprintf("the %d new tools to be found drifted", n), func() bool { return len(g.Drift()) == drifted })
 	}
-	// The notifications started run on goroutines of their own, by now or soon.
-	eventually(t, 10*time.Second, "the notifications under way to run", func() bool { return running.Load() == maxDriftSends })
-	if c, m := calls.Load(), most.Load(); c != maxDriftSends || m != maxDriftSends {
-		t.Errorf("%d notifications sent, %d at once; want %d and %d", c, m, maxDriftSends, maxDriftSends)
+
+	// A burst to a notifier that answers: every drift is sent.
+	addTools("burst", 300)
+	eventually(t, 20*time.Second, "the burst to be sent", func() bool { c, _, _ := state(); return c == 300 })
+	if strings.Contains(oplog.String(), "drift notifications not sent") {
+		t.Error("drift notifications were not sent to a notifier that answers")
 	}
-	close(release)
-	eventually(t, 10*time.Second, "the stuck notifications to end", func() bool { return running.Load() == 0 && g.pins.sending.Load() == 0 })
-	addPinned(up, &mcp.Tool{Name: "later", InputSchema: json.RawMessage(`{"type":"object"}`)})
-	eventually(t, 20*time.Second, "a later drift to be notified", func() bool { return calls.Load() == maxDriftSends+1 })
+
+	// Stuck: driftSenders wait, driftQueue are kept, the rest not sent.
+	mu.Lock()
+	stuck = make(chan struct{})
+	mu.Unlock()
+	addTools("stuck", 300)
+	notSent := regexp.MustCompile(`drift notifications not sent.* not_sent=(\d+)`)
+	dropped := func() int {
+		n := 0
+		for _, m := range notSent.FindAllStringSubmatch(oplog.String(), -1) {
+			k, _ := strconv.Atoi(m[1])
+			n += k
+		}
+		return n
+	}
+	eventually(t, 10*time.Second, "the senders to be stuck", func() bool { _, r, _ := state(); return r == driftSenders })
+	if d := dropped(); d < 300-driftQueue-driftSenders || d > 300-driftQueue {
+		t.Errorf("%d notifications logged as not sent; want %d to %d (%d waiting, %d sending)", d, 300-driftQueue-driftSenders, 300-driftQueue, driftQueue, driftSenders)
+	}
+	mu.Lock()
+	close(stuck)
+	mu.Unlock()
+	eventually(t, 20*time.Second, "the queue to drain", func() bool { c, r, _ := state(); return r == 0 && c == 600-dropped() })
+	if _, _, m := state(); m > driftSenders {
+		t.Errorf("%d notifications ran at once, more than the %d senders", m, driftSenders)
+	}
+
+	c, _, _ := state()
+	addTools("later", 1)
+	eventually(t, 20*time.Second, "a later drift to be sent", func() bool { n, _, _ := state(); return n == c+1 })
 }

@@ -74,3 +74,50 @@ func TestIdleServersLetGo(t *testing.T) {
 		}
 	})
 }
+
+// When listsChanged holds the listing digests' lock as idle servers are
+// dropped, their digests go at a later drop, not while every new server
+// waits; a principal whose server is back by then keeps the digests its
+// new server took.
+func TestIdleServersDigestsLater(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		shown := func(p string) bool {
+			tg.shownMu.Lock()
+			defer tg.shownMu.Unlock()
+			_, ok := tg.shown[p]
+			return ok
+		}
+		server := func(p string) bool {
+			tg.mu.Lock()
+			defer tg.mu.Unlock()
+			return tg.servers[p] != nil
+		}
+		for _, p := range []string{"alice", "dave"} {
+			cs := tg.client(t, p, legacyVersion, nil)
+			cs.Close()
+		}
+		synctest.Wait() // the sessions have ended
+		time.Sleep(serverIdle + time.Minute)
+
+		tg.shownMu.Lock() // as listsChanged does while it lists
+		tg.serverFor("bob")
+		tg.shownMu.Unlock()
+		for _, p := range []string{"alice", "dave"} {
+			if server(p) || !shown(p) {
+				t.Fatalf("%s: server kept %v, digests kept %v; want the server gone, the digests left for later", p, server(p), shown(p))
+			}
+		}
+
+		tg.client(t, "alice", legacyVersion, nil) // back, with digests of her new server
+		time.Sleep(time.Minute)
+		tg.serverFor("carol")
+		if !shown("alice") {
+			t.Error("alice's new server lost its digests at the later drop")
+		}
+		if shown("dave") {
+			t.Error("dave's digests outlived his server")
+		}
+	})
+}

@@ -29,7 +29,11 @@
 // buys a longer wait, not more guesses.
 //
 // A source is an IPv4 address, or the /64 network of an IPv6 address (one
-// host commonly has a whole /64). Behind a reverse proxy every client has
+// host commonly has a whole /64). An IPv6 source's /48 network (one site,
+// commonly) also has a bucket, of networkShare times the burst and rate:
+// without it a guesser holding a /48 would have 65,536 sources, enough to
+// fill the sources remembered and push every new client into the shared
+// bucket past the bound. Behind a reverse proxy every client has
 // the proxy's address: the limit then holds for all of them together,
 // which still bounds guessing. Forwarding headers are not trusted, since a
 // guesser could set them.
@@ -53,6 +57,11 @@ const (
 	DefaultEvery      = 10 * time.Second
 	DefaultMaxSources = 10000
 )
+
+// networkShare is how many sources' attempts an IPv6 source's /48 network
+// has: its bucket holds networkShare bursts and refills networkShare times
+// as fast.
+const networkShare = 16
 
 // Options configure a Limiter. The zero value is the defaults.
 type Options struct {
@@ -100,21 +109,48 @@ func New(opts Options) *Limiter {
 	if l.now == nil {
 		l.now = time.Now
 	}
-	l.overflow = l.newBucket()
+	l.overflow = l.newBucket(1)
 	return l
 }
 
-func (l *Limiter) newBucket() *rate.Limiter { return rate.NewLimiter(rate.Every(l.every), l.burst) }
+// newBucket is the bucket of a source (share 1) or of a network of share
+// sources.
+func (l *Limiter) newBucket(share int) *rate.Limiter {
+	return rate.NewLimiter(rate.Every(l.every/time.Duration(share)), l.burst*share)
+}
+
+// network is the /48 network of an IPv6 source, the key of its bucket; ""
+// for any other source.
+func network(source string) string {
+	p, err := netip.ParsePrefix(source)
+	if err != nil || !p.Addr().Is6() || p.Bits() != 64 {
+		return ""
+	}
+	n, _ := p.Addr().Prefix(48)
+	return n.String()
+}
 
 // Allow reports whether source may make an attempt now. When it may not,
 // wait is how long until it may; it is never below one second less a
-// nanosecond, and Seconds spells it for a Retry-After header.
+// nanosecond (for a source; its network's refills faster), and Seconds
+// spells it for a Retry-After header.
 func (l *Limiter) Allow(source string) (wait time.Duration, ok bool) {
 	now := l.now()
+	wait, ok = l.allow(source, 1, now)
+	if n := network(source); n != "" {
+		if w, nok := l.allow(n, networkShare, now); !nok {
+			wait, ok = max(wait, w), false
+		}
+	}
+	return wait, ok
+}
+
+// allow is Allow for the bucket of key, of share sources.
+func (l *Limiter) allow(key string, share int, now time.Time) (time.Duration, bool) {
 	l.mu.Lock()
-	b := l.sources[source]
+	b := l.sources[key]
 	if b == nil && len(l.sources) >= l.max {
-		b = l.overflow
+		b, share = l.overflow, 1
 	}
 	l.mu.Unlock()
 	if b == nil {
@@ -124,31 +160,39 @@ func (l *Limiter) Allow(source string) (wait time.Duration, ok bool) {
 	if tokens >= 1 {
 		return 0, true
 	}
-	return time.Duration(math.Ceil((1 - tokens) * float64(l.every))), false
+	return time.Duration(math.Ceil((1 - tokens) * float64(l.every/time.Duration(share)))), false
 }
 
-// Failed counts a failed attempt from source.
+// Failed counts a failed attempt from source (and from its network).
 func (l *Limiter) Failed(source string) {
 	now := l.now()
-	b := l.bucket(source, now)
+	l.failed(source, 1, now)
+	if n := network(source); n != "" {
+		l.failed(n, networkShare, now)
+	}
+}
+
+func (l *Limiter) failed(key string, share int, now time.Time) {
+	b := l.bucket(key, share, now)
 	// Attempts let through together may fail after the bucket is empty:
 	// each takes a token all the same, down to a debt of one burst.
-	if b.TokensAt(now) > -float64(l.burst) {
+	if b.TokensAt(now) > -float64(b.Burst()) {
 		b.ReserveN(now, 1)
 	}
 }
 
-// bucket returns source's bucket, making one if there is room.
-func (l *Limiter) bucket(source string, now time.Time) *rate.Limiter {
+// bucket returns key's bucket, of share sources, making one if there is
+// room.
+func (l *Limiter) bucket(key string, share int, now time.Time) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if b := l.sources[source]; b != nil {
+	if b := l.sources[key]; b != nil {
 		return b
 	}
 	if len(l.sources) >= l.max && now.Sub(l.lastSweep) >= l.every {
 		l.lastSweep = now
 		for k, b := range l.sources {
-			if b.TokensAt(now) >= float64(l.burst) {
+			if b.TokensAt(now) >= float64(b.Burst()) {
 				delete(l.sources, k)
 			}
 		}
@@ -156,8 +200,8 @@ func (l *Limiter) bucket(source string, now time.Time) *rate.Limiter {
 	if len(l.sources) >= l.max {
 		return l.overflow
 	}
-	b := l.newBucket()
-	l.sources[source] = b
+	b := l.newBucket(share)
+	l.sources[key] = b
 	return b
 }
 

@@ -1,6 +1,7 @@
 package authlimit
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -145,4 +146,47 @@ func BenchmarkAllowFailed(b *testing.B) {
 		l.Allow("192.0.2.1")
 		l.Failed("192.0.2.1")
 	}
+}
+
+// An IPv6 source's /48 network has networkShare sources' attempts: a
+// guesser spreading over the /64s of one /48 is stopped once the network's
+// bucket is spent, and so cannot fill the sources remembered with its
+// /64s and push new clients into the shared bucket; a source of another
+// network, and IPv4, are not slowed; the network's bucket refills
+// networkShare times as fast as a source's.
+func TestIPv6Network(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 2, Every: 16 * time.Second, MaxSources: 1000})
+		src := func(i int) string { return fmt.Sprintf("2001:db8:1:%x::/64", i) }
+		made := 0
+		for i := 0; ; i++ {
+			if _, ok := l.Allow(src(i)); !ok {
+				break
+			}
+			l.Failed(src(i))
+			made++
+		}
+		if want := 2 * networkShare; made != want {
+			t.Fatalf("the /48 made %d failed attempts from as many /64s before it had to wait, want %d", made, want)
+		}
+		// Refused before its token is looked at: no more /64s are
+		// remembered, however many it has.
+		if n := len(l.sources); n != made+1 {
+			t.Fatalf("%d sources remembered, want %d /64s and their /48", n, made+1)
+		}
+		mustWait(t, l, src(made+1), time.Second) // the network's refill, 16 s / 16
+		mustAllow(t, l, "2001:db8:2:1::/64")
+		mustAllow(t, l, "192.0.2.1")
+
+		time.Sleep(time.Second)
+		mustAllow(t, l, src(made+1))
+		l.Failed(src(made + 1))
+		mustWait(t, l, src(made+1), time.Second)
+		// A /64 in debt waits for its own bucket, however full its
+		// network's is.
+		time.Sleep(2 * networkShare * time.Second)
+		l.Failed(src(0))
+		l.Failed(src(0))
+		mustWait(t, l, src(0), 16*time.Second)
+	})
 }

@@ -59,15 +59,17 @@ type pinState struct {
 }
 
 // Drift notifications are sent by driftSenders goroutines, in the order
-// found, with at most driftQueue waiting. A delivery to a webhook that
-// does not answer takes a minute or more (retried with backoff), and an
-// upstream whose definitions keep changing makes new drift at every
-// listing: a notification past the queue is not sent (the drift is logged
-// and in the status), so that no number of drifts makes as many
-// goroutines, while a burst of them to a webhook that answers is sent.
+// found, with at most driftQueue waiting (a few hundred bytes each). A
+// delivery to a webhook that does not answer takes a minute or more
+// (retried with backoff), and an upstream whose definitions keep changing
+// makes new drift at every listing: a notification past the queue is not
+// sent (the drift is logged and in the status), so that no number of
+// drifts makes as many goroutines, while a burst of them (an upstream
+// that comes back with thousands of tools no catalogue has) to a webhook
+// that answers is sent whole.
 const (
 	driftSenders = 4
-	driftQueue   = 256
+	driftQueue   = 4096
 )
 
 // sendDrift queues f, a drift notification, for the senders, which run

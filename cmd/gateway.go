@@ -68,7 +68,8 @@ Clients see tools and prompts as <upstream>__<name>; listings hold only what
 the table allows for the principal, and a denied item is answered exactly as
 a missing one. Every decision is written as one JSON line to the decision
 log (standard error by default; a listing is one line of counts), and SIGUSR1
-reopens a decision log file after it was rotated. The observe block serves
+reopens a decision log file, and the approvals audit log, after they were
+rotated. The observe block serves
 Prometheus metrics at /metrics and exports OpenTelemetry traces over
 OTLP/HTTP (docs/gateway.md, Observability). SIGHUP reloads the table: a table that
 fails verification, or is older than the serving one, is refused and the
@@ -288,7 +289,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		}()
 		logOut, logFile = f, f
 	}
-	ob.reopenOnSIGUSR1(logFile, logger)
+	ob.reopenOnSIGUSR1(logFile, gate, logger)
 	s.Gateway.Log = gateway.NewJSONLog(logOut)
 
 	// SIGHUP is caught from here on, before the upstreams are connected,

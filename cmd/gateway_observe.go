@@ -124,13 +124,14 @@ func (ob *observer) serveMetrics(address string, logger *slog.Logger) error {
 	return nil
 }
 
-// reopenOnSIGUSR1 reopens the decision log file f on every SIGUSR1, for
-// rotation: the file is renamed, then the gateway told to reopen it. A
-// reopen that fails is logged and counted, and the lines go on to the
-// file open before. With no file (the log is standard error) the signal is
-// caught all the same, and logged: its default action would end the
-// gateway.
-func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, logger *slog.Logger) {
+// reopenOnSIGUSR1 reopens the decision log file f, and the approval
+// gate's audit log file when gate keeps one, on every SIGUSR1, for
+// rotation: the files are renamed, then the gateway told to reopen them.
+// A reopen that fails is logged (the decision log's counted), and the
+// lines go on to the file open before. With neither file (the log is
+// standard error, no gate or one on a shared store) the signal is caught
+// all the same, and logged: its default action would end the gateway.
+func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, gate *approval.Gate, logger *slog.Logger) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
 	done := make(chan struct{})
@@ -138,8 +139,19 @@ func (ob *observer) reopenOnSIGUSR1(f *gateway.LogFile, logger *slog.Logger) {
 		for {
 			select {
 			case <-usr1:
+				audit := ""
+				if gate != nil {
+					var err error
+					if audit, err = gate.ReopenAudit(); err != nil {
+						logger.Error("approval audit log not reopened", "path", audit, "error", err.Error())
+					} else if audit != "" {
+						logger.Info("approval audit log reopened", "path", audit)
+					}
+				}
 				if f == nil {
-					logger.Warn("SIGUSR1: the decision log is standard error, so there is no file to reopen")
+					if audit == "" {
+						logger.Warn("SIGUSR1: the decision log is standard error, so there is no file to reopen")
+					}
 					continue
 				}
 				err := f.Reopen()

@@ -637,6 +637,18 @@ func (g *Gate) close() error {
 	return g.store.close()
 }
 
+// ReopenAudit opens the audit log in the state directory again by its
+// path, for rotation (rename it, then reopen), and returns the path. A
+// shared store keeps its audit log in the database: the path is empty and
+// there is nothing to reopen.
+func (g *Gate) ReopenAudit() (path string, err error) {
+	fs, ok := g.store.(*fileStore)
+	if !ok {
+		return "", nil
+	}
+	return fs.reopenAudit()
+}
+
 // Link returns the approvals page's link to request id, or "" when
 // Config.PageURL is not set.
 func (g *Gate) Link(id string) string {

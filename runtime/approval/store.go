@@ -310,6 +310,22 @@ func (s *fileStore) write(f *os.File, name string) error {
 	return nil
 }
 
+// reopenAudit opens the audit log by its path again, for rotation: the
+// file was renamed (or removed), and the lines from now on go to a new
+// one. When it cannot be opened the lines go on to the file open before.
+func (s *fileStore) reopenAudit() (string, error) {
+	path := filepath.Join(s.dir, AuditFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return path, fmt.Errorf("reopen the audit log: %w; its lines still go to the file open before", err)
+	}
+	s.mu.Lock()
+	old := s.audit
+	s.audit = f
+	s.mu.Unlock()
+	return path, old.Close()
+}
+
 // failed returns the store's write error, if any.
 func (s *fileStore) failed() error {
 	s.mu.Lock()

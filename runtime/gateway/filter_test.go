@@ -471,15 +471,7 @@ func TestListChangedOnlyForVisibleChanges(t *testing.T) {
 		if after := toolNames(t, cs); !slices.Equal(before, after) {
 			t.Errorf("alice's listing changed: %v → %v", before, after)
 		}
-		tg.github.AddTool("list_more") // allowed by "list_*"
-		select {
-		case <-changed:
-		case <-time.After(5 * time.Second):
-			t.Fatal("alice was not told when a tool she may see was added")
-		}
-		if !slices.Contains(toolNames(t, cs), "github__list_more") {
-			t.Error("github__list_more is not listed")
-		}
+		toldOfNewTool(t, tg, cs, changed, "alice")
 		// Only alice's two listings since zz_hidden came are logged, not the
 		// listings made to compare.
 		n := 0
@@ -492,6 +484,22 @@ func TestListChangedOnlyForVisibleChanges(t *testing.T) {
 			t.Errorf("zz_hidden was decided in %d logged records, want 2 (alice's two listings)", n)
 		}
 	})
+}
+
+// toldOfNewTool adds list_more (allowed by "list_*") to tg's github
+// upstream and checks that who, the principal of cs, is told of it on
+// changed and then lists it.
+func toldOfNewTool(t *testing.T, tg *testGateway, cs *mcp.ClientSession, changed <-chan struct{}, who string) {
+	t.Helper()
+	tg.github.AddTool("list_more")
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s was not told when a tool she may see was added", who)
+	}
+	if !slices.Contains(toolNames(t, cs), "github__list_more") {
+		t.Error("github__list_more is not listed")
+	}
 }
 
 // TestListChangedPerClass: principals of one class are listed once per

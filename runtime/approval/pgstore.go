@@ -84,6 +84,10 @@ type PostgresStore struct {
 	since time.Time
 	// down is set while the notification connection is lost.
 	down bool
+	// closed is set by close: no deletion starts after it.
+	closed bool
+	// pruning is set while a prune's deletion runs.
+	pruning bool
 }
 
 // Schema versions this build knows.
@@ -324,8 +328,11 @@ func (s *PostgresStore) logEvent(ev *Event) error {
 // cannot be recorded says why.
 func (s *PostgresStore) failed() error { return nil }
 
-// close stops watching; the pool stays open for Close.
+// close stops watching and deleting; the pool stays open for Close.
 func (s *PostgresStore) close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 	return nil
@@ -359,14 +366,34 @@ func (s *PostgresStore) load(retention time.Duration) ([]*Request, error) {
 }
 
 // prune deletes the requests finished more than retention ago. Any replica
-// may: each drops the same ones from memory by the same rule.
+// may: each drops the same ones from memory by the same rule. The
+// deletion runs in the background, one at a time, its failure logged: the
+// gate calls prune holding its lock, and a DELETE that scans a month of
+// requests (keep_until has no index) must not hold up every decision.
 func (s *PostgresStore) prune(_ []*Request, retention time.Duration) error {
 	if err := s.lost(); err != nil {
 		return err
 	}
-	ctx, cancel := s.op()
-	defer cancel()
-	return s.deletePast(ctx, retention)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.pruning {
+		return nil
+	}
+	s.pruning = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := s.op()
+		defer cancel()
+		err := s.deletePast(ctx, retention)
+		s.mu.Lock()
+		s.pruning = false
+		s.mu.Unlock()
+		if err != nil && s.ctx.Err() == nil {
+			s.logger.Warn("deleting the approval requests past their retention failed; the next try is in an hour", "error", err.Error())
+		}
+	}()
+	return nil
 }
 
 // deletePast deletes the requests finished more than retention ago, by the

@@ -145,12 +145,15 @@ func (l *Limiter) Allow(source string) (wait time.Duration, ok bool) {
 	return wait, ok
 }
 
-// allow is Allow for the bucket of key, of share sources.
+// allow is Allow for the bucket of key, of share sources. A source not
+// remembered while the sources are at their bound has the shared bucket;
+// a network not remembered has a full one (its sources are judged by
+// their own).
 func (l *Limiter) allow(key string, share int, now time.Time) (time.Duration, bool) {
 	l.mu.Lock()
 	b := l.sources[key]
-	if b == nil && len(l.sources) >= l.max {
-		b, share = l.overflow, 1
+	if b == nil && share == 1 && len(l.sources) >= l.max {
+		b = l.overflow
 	}
 	l.mu.Unlock()
 	if b == nil {
@@ -163,26 +166,43 @@ func (l *Limiter) allow(key string, share int, now time.Time) (time.Duration, bo
 	return time.Duration(math.Ceil((1 - tokens) * float64(l.every/time.Duration(share)))), false
 }
 
-// Failed counts a failed attempt from source (and from its network).
+// Failed counts a failed attempt from source (and from its network). A
+// source of a network at its debt's limit is not remembered anew: attempts
+// that were let through together, from ever new /64s of one /48, fill no
+// more of the sources remembered than that network's burst and debt.
 func (l *Limiter) Failed(source string) {
 	now := l.now()
-	l.failed(source, 1, now)
-	if n := network(source); n != "" {
-		l.failed(n, networkShare, now)
+	n := network(source)
+	if n != "" {
+		if b := l.bucket(n, networkShare, now); b != nil && !take(b, now) {
+			l.mu.Lock()
+			b := l.sources[source]
+			l.mu.Unlock()
+			if b != nil {
+				take(b, now)
+			}
+			return
+		}
+	}
+	if b := l.bucket(source, 1, now); b != nil {
+		take(b, now)
 	}
 }
 
-func (l *Limiter) failed(key string, share int, now time.Time) {
-	b := l.bucket(key, share, now)
-	// Attempts let through together may fail after the bucket is empty:
-	// each takes a token all the same, down to a debt of one burst.
-	if b.TokensAt(now) > -float64(b.Burst()) {
-		b.ReserveN(now, 1)
+// take takes a token from b, down to a debt of one burst: attempts let
+// through together may fail after the bucket is empty, and each takes a
+// token all the same. It reports false when b is at that debt already.
+func take(b *rate.Limiter, now time.Time) bool {
+	if b.TokensAt(now) <= -float64(b.Burst()) {
+		return false
 	}
+	b.ReserveN(now, 1)
+	return true
 }
 
 // bucket returns key's bucket, of share sources, making one if there is
-// room.
+// room. Past the bound a source has the shared bucket and a network none
+// (nil).
 func (l *Limiter) bucket(key string, share int, now time.Time) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -198,6 +218,9 @@ func (l *Limiter) bucket(key string, share int, now time.Time) *rate.Limiter {
 		}
 	}
 	if len(l.sources) >= l.max {
+		if share > 1 {
+			return nil
+		}
 		return l.overflow
 	}
 	b := l.newBucket(share)

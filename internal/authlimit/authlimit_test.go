@@ -190,3 +190,43 @@ func TestIPv6Network(t *testing.T) {
 		mustWait(t, l, src(0), 16*time.Second)
 	})
 }
+
+// While the sources remembered are at their bound, an IPv6 client whose
+// /64 is remembered and whose /48 is not is judged by its /64, as an IPv4
+// client is, not by the shared bucket that guessers emptied.
+func TestIPv6NetworkForgottenAtBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 2, Every: 16 * time.Second, MaxSources: 3})
+		client := "2001:db8:9:1::/64"
+		l.Failed(client)      // its /64 and its /48
+		l.Failed("192.0.2.1") // the bound reached
+		time.Sleep(2 * time.Second)
+		l.Failed("192.0.2.2") // the sweep forgets the /48, full again
+		if _, ok := l.sources[network(client)]; ok {
+			t.Fatal("the client's network is still remembered")
+		}
+		l.Failed("192.0.2.3") // the shared bucket, emptied
+		l.Failed("192.0.2.3")
+		mustWait(t, l, "192.0.2.4", 16*time.Second)
+		mustAllow(t, l, client)
+	})
+}
+
+// Attempts let through together from ever new /64s of one /48 fill no
+// more of the sources remembered than the network's burst and debt.
+func TestIPv6NetworkParallelSources(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := New(Options{Burst: 2, Every: 16 * time.Second, MaxSources: 1000})
+		src := func(i int) string { return fmt.Sprintf("2001:db8:1:%x::/64", i) }
+		for i := range 100 {
+			mustAllow(t, l, src(i))
+		}
+		for i := range 100 {
+			l.Failed(src(i))
+		}
+		if n, want := len(l.sources), 2*2*networkShare+1; n != want {
+			t.Errorf("%d sources remembered, want %d: the network's burst and debt of /64s, and the network", n, want)
+		}
+		mustWait(t, l, src(100), 33*time.Second) // 32 in debt, one a second
+	})
+}

@@ -365,6 +365,9 @@ func (s *PostgresStore) load(retention time.Duration) ([]*Request, error) {
 	return s.query(ctx, `SELECT data, rev, fold FROM approval_requests`)
 }
 
+// pruneTimeout bounds a deletion of the requests past their retention.
+const pruneTimeout = 10 * time.Minute
+
 // prune deletes the requests finished more than retention ago. Any replica
 // may: each drops the same ones from memory by the same rule. The
 // deletion runs in the background, one at a time, its failure logged: the
@@ -383,7 +386,9 @@ func (s *PostgresStore) prune(_ []*Request, retention time.Duration) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := s.op()
+		// Not the operations' timeout: no call waits for this one, and
+		// a scan of a large table may take longer.
+		ctx, cancel := context.WithTimeout(s.ctx, pruneTimeout)
 		defer cancel()
 		err := s.deletePast(ctx, retention)
 		s.mu.Lock()

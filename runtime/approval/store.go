@@ -101,6 +101,8 @@ type fileStore struct {
 	logger *slog.Logger
 	// broken is the first write error.
 	broken error
+	// closed is set by close: nothing is reopened after it.
+	closed bool
 }
 
 // openStore locks the store in dir and reads its requests. A last line cut
@@ -313,17 +315,23 @@ func (s *fileStore) write(f *os.File, name string) error {
 // reopenAudit opens the audit log by its path again, for rotation: the
 // file was renamed (or removed), and the lines from now on go to a new
 // one. When it cannot be opened the lines go on to the file open before.
+// A store that is closed (the gateway stopping) reopens nothing.
 func (s *fileStore) reopenAudit() (string, error) {
 	path := filepath.Join(s.dir, AuditFile)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return path, errors.New("the gateway is stopping")
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return path, fmt.Errorf("reopen the audit log: %w; its lines still go to the file open before", err)
 	}
-	s.mu.Lock()
-	old := s.audit
+	// Every line written to the old file was synced: closing it loses
+	// nothing, whatever it returns.
+	s.audit.Close()
 	s.audit = f
-	s.mu.Unlock()
-	return path, old.Close()
+	return path, nil
 }
 
 // failed returns the store's write error, if any.
@@ -336,6 +344,7 @@ func (s *fileStore) failed() error {
 func (s *fileStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	var errs []error
 	for _, f := range []*os.File{s.state, s.audit, s.lock} {
 		if f != nil {

@@ -172,19 +172,13 @@ func (l *Limiter) allow(key string, share int, now time.Time) (time.Duration, bo
 // more of the sources remembered than that network's burst and debt.
 func (l *Limiter) Failed(source string) {
 	now := l.now()
-	n := network(source)
-	if n != "" {
-		if b := l.bucket(n, networkShare, now); b != nil && !take(b, now) {
-			l.mu.Lock()
-			b := l.sources[source]
-			l.mu.Unlock()
-			if b != nil {
-				take(b, now)
-			}
-			return
+	remember := true
+	if n := network(source); n != "" {
+		if b := l.bucket(n, networkShare, now, true); b != nil {
+			remember = take(b, now)
 		}
 	}
-	if b := l.bucket(source, 1, now); b != nil {
+	if b := l.bucket(source, 1, now, remember); b != nil {
 		take(b, now)
 	}
 }
@@ -200,13 +194,13 @@ func take(b *rate.Limiter, now time.Time) bool {
 	return true
 }
 
-// bucket returns key's bucket, of share sources, making one if there is
-// room. Past the bound a source has the shared bucket and a network none
-// (nil).
-func (l *Limiter) bucket(key string, share int, now time.Time) *rate.Limiter {
+// bucket returns key's bucket, of share sources, making one (when add is
+// set) if there is room. Past the bound a source has the shared bucket and
+// a network none; not added, none (nil).
+func (l *Limiter) bucket(key string, share int, now time.Time, add bool) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if b := l.sources[key]; b != nil {
+	if b := l.sources[key]; b != nil || !add {
 		return b
 	}
 	if len(l.sources) >= l.max && now.Sub(l.lastSweep) >= l.every {

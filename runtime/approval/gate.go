@@ -534,9 +534,10 @@ func (r *Request) unused() bool {
 // pruneLocked lets go of the requests past their retention, in memory and
 // in the store, once every pruneEvery at most: without it a gateway that
 // runs for months would keep every request made since it started. A
-// request some call still waits on, or an approval once still waiting for
-// its call, stays whatever its age. A store that cannot drop them is
-// logged; the next look tries again, and a restart drops them too.
+// request some call still waits on stays whatever its age (one pending,
+// or an approval once its call has yet to use, is retained anyway). A
+// store that cannot drop them is logged; the next look tries again, and a
+// restart drops them too.
 func (g *Gate) pruneLocked(now time.Time) {
 	if now.Before(g.nextPrune) {
 		return
@@ -544,7 +545,7 @@ func (g *Gate) pruneLocked(now time.Time) {
 	g.nextPrune = now.Add(pruneEvery)
 	keep := make([]*Request, 0, len(g.reqs))
 	for id, e := range g.reqs {
-		if g.retained(&e.r, now) || len(e.waiters) > 0 || e.chosen != nil || g.ready[e.foldKey()] == e {
+		if g.retained(&e.r, now) || len(e.waiters) > 0 {
 			keep = append(keep, &e.r)
 			continue
 		}

@@ -348,7 +348,7 @@ func (s *PostgresStore) Close() {
 // load deletes the requests finished more than retention ago and returns
 // the others.
 func (s *PostgresStore) load(retention time.Duration) ([]*Request, error) {
-	ctx, cancel := s.op()
+	ctx, cancel := context.WithTimeout(s.ctx, tableTimeout)
 	defer cancel()
 	if err := s.deletePast(ctx, retention); err != nil {
 		return nil, err
@@ -365,8 +365,11 @@ func (s *PostgresStore) load(retention time.Duration) ([]*Request, error) {
 	return s.query(ctx, `SELECT data, rev, fold FROM approval_requests`)
 }
 
-// pruneTimeout bounds a deletion of the requests past their retention.
-const pruneTimeout = 10 * time.Minute
+// tableTimeout bounds the operations on every request kept (a month's):
+// the load at start and the deletion past the retention. No call waits on
+// them, and a scan of a large table may take longer than an operation's
+// timeout.
+const tableTimeout = 10 * time.Minute
 
 // prune deletes the requests finished more than retention ago. Any replica
 // may: each drops the same ones from memory by the same rule. The
@@ -386,9 +389,7 @@ func (s *PostgresStore) prune(_ []*Request, retention time.Duration) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		// Not the operations' timeout: no call waits for this one, and
-		// a scan of a large table may take longer.
-		ctx, cancel := context.WithTimeout(s.ctx, pruneTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, tableTimeout)
 		defer cancel()
 		err := s.deletePast(ctx, retention)
 		s.mu.Lock()

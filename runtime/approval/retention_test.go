@@ -162,6 +162,23 @@ func TestRetentionCompactsStateFile(t *testing.T) {
 	}
 }
 
+// rowGone waits until the database at dsn holds no request id, which a
+// replica deletes in the background, and fails with msg if it still does
+// after 20 s.
+func rowGone(t testing.TB, dsn, id, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var rows int
+		queryRow(t, dsn, `SELECT count(*) FROM approval_requests WHERE id = '`+id+`'`, &rows)
+		if rows == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+	}
+}
+
 // exec runs sql on the database at dsn.
 func exec(t testing.TB, dsn, sql string) {
 	t.Helper()
@@ -203,17 +220,8 @@ func TestReplicaRetention(t *testing.T) {
 	if got, want := known(a, denied, week), "delete_repo=gone create_issue=kept"; got != want {
 		t.Fatalf("31 days on, replica a: %s, want %s", got, want)
 	}
-	// The row is deleted in the background.
+	rowGone(t, dsn, denied.ID, "the denial's row is still in the database 31 days after it") // deleted in the background
 	var rows int
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		queryRow(t, dsn, `SELECT count(*) FROM approval_requests WHERE id = '`+denied.ID+`'`, &rows)
-		if rows == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the denial's row is still in the database 31 days after it")
-		}
-	}
 	queryRow(t, dsn, `SELECT count(*) FROM approval_events WHERE id = '`+denied.ID+`'`, &rows)
 	if rows == 0 {
 		t.Errorf("the audit log lost the denial")
@@ -271,14 +279,5 @@ func TestReplicaPruneInBackground(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var rows int
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		queryRow(t, dsn, `SELECT count(*) FROM approval_requests WHERE id = '`+denied.ID+`'`, &rows)
-		if rows == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the denial's row was not deleted once the other transaction let it go")
-		}
-	}
+	rowGone(t, dsn, denied.ID, "the denial's row was not deleted once the other transaction let it go")
 }

@@ -313,6 +313,14 @@ func TestApprovalsPage(t *testing.T) {
 			t.Fatalf("forged form %v %v: %d", tc.form, tc.header, st)
 		}
 	}
+	// A form that names no decision (no button's value) decides nothing.
+	if st, body, _ := b.do("POST", "/approvals/"+r.ID, url.Values{"csrf": {csrf}, "reason": {"looks fine"}}, nil); st != 400 || !strings.Contains(body, "nothing was decided") {
+		t.Fatalf("form without a decision: %d", st)
+	}
+	// The page's note says what a timed approval lets run.
+	if !strings.Contains(body, "Approving every call for a time lets alice run merge_pull_request with any arguments") {
+		t.Error("request page does not say a timed approval covers any arguments")
+	}
 	// Another browser, not signed in, cannot decide.
 	if st, _, _ := newBrowser(t, srv).do("POST", "/approvals/"+r.ID, url.Values{"decision": {"once"}, "csrf": {csrf}}, nil); st != 401 {
 		t.Fatalf("unsigned decision: %d", st)
@@ -683,4 +691,38 @@ func TestApprovalsPageShowsInjectedText(t *testing.T) {
 	}
 	mustDecide(t, g, r.ID, VerdictDeny, "")
 	recv(t, ch)
+}
+
+// A form's Origin is the page's when it is the request's Host or the
+// public URL's: behind a proxy that passes on a Host of its own, the
+// browser's Origin is the public URL's.
+func TestSameOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		host, origin, site, pageURL string
+		ok                          bool
+	}{
+		{"127.0.0.1:8443", "", "", "", true},
+		{"127.0.0.1:8443", "null", "", "", true},
+		{"127.0.0.1:8443", "http://127.0.0.1:8443", "same-origin", "", true},
+		{"127.0.0.1:8443", "https://approvals.example.com", "same-origin", "https://approvals.example.com", true},
+		{"127.0.0.1:8443", "https://Approvals.Example.com", "", "https://approvals.example.com", true},
+		{"127.0.0.1:8443", "https://approvals.example.com", "", "", false},
+		{"127.0.0.1:8443", "http://approvals.example.com", "", "https://approvals.example.com", false},
+		{"127.0.0.1:8443", "https://evil.example", "", "https://approvals.example.com", false},
+		{"127.0.0.1:8443", "https://approvals.example.com.evil.example", "", "https://approvals.example.com", false},
+		{"127.0.0.1:8443", "http://127.0.0.1:8443", "cross-site", "", false},
+		{"127.0.0.1:8443", "https://approvals.example.com", "same-site", "https://approvals.example.com", false},
+	} {
+		r := httptest.NewRequest("POST", "/approvals/x", nil)
+		r.Host = tc.host
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if tc.site != "" {
+			r.Header.Set("Sec-Fetch-Site", tc.site)
+		}
+		if err := sameOrigin(r, tc.pageURL); (err == nil) != tc.ok {
+			t.Errorf("Host %s, Origin %q, Sec-Fetch-Site %q, public URL %q: %v, want accepted %v", tc.host, tc.origin, tc.site, tc.pageURL, err, tc.ok)
+		}
+	}
 }

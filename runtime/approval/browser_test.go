@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/runtime/principal"
@@ -78,20 +79,7 @@ func TestBrowserApprove(t *testing.T) {
 	}()
 	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
 
-	// The link an approver is sent: not signed in yet, so the sign-in form.
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/approvals/"+r.ID)); err != nil {
-		t.Fatalf("open the request's link: %v", err)
-	}
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), carolToken)); err != nil {
-		t.Fatalf("fill in the sign-in form: %v", err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("sign-in")))); err != nil {
-		t.Fatalf("sign in: %v", err)
-	}
-	loc, err := chromedp.Run(ctx, chromedp.Location())
-	if err != nil || loc != srv.URL+"/approvals/"+r.ID {
-		t.Fatalf("after signing in the page is %s (%v), want the request's", loc, err)
-	}
+	openSignedIn(t, ctx, srv.URL, r.ID)
 	preview, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.preview")))
 	if err != nil || !strings.Contains(preview, "acme/web") || !strings.Contains(preview, "42") {
 		t.Fatalf("preview on the page: %q (%v)", preview, err)
@@ -123,6 +111,71 @@ func TestBrowserApprove(t *testing.T) {
 	got, _ := gate.Get(r.ID)
 	if got.Decision.By != "carol" || !strings.HasPrefix(got.Decision.From, "page ") || got.Ran != "ran" {
 		t.Fatalf("recorded decision %+v, ran %q", got.Decision, got.Ran)
+	}
+}
+
+// openSignedIn opens the link to request id an approver is sent and, not
+// signed in yet, signs in as carol with her token on the form it shows;
+// the browser must land on the request's page.
+func openSignedIn(t *testing.T, ctx context.Context, base, id string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/approvals/"+id)); err != nil {
+		t.Fatalf("open the request's link: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), carolToken)); err != nil {
+		t.Fatalf("fill in the sign-in form: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil, chromedp.Click(chromedp.ID("sign-in")))); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || loc != base+"/approvals/"+id {
+		t.Fatalf("after signing in the page is %s (%v), want the request's", loc, err)
+	}
+}
+
+// An approver who types a reason and presses Enter denies the request:
+// the browser submits the form with its first button, which is Deny, not
+// an approval. The held call does not run and the agent is told why.
+func TestBrowserEnterInReasonDenies(t *testing.T) {
+	ctx := browserContext(t)
+	gate := openGate(t, "", pageOnly)
+	srv := adminServer(t, gate)
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
+		done <- out{res, err}
+	}()
+	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	openSignedIn(t, ctx, srv.URL, r.ID)
+
+	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil,
+		chromedp.SendKeys(chromedp.ID("reason-"+r.ID), "no, wrong repository"+kb.Enter))); err != nil {
+		t.Fatalf("type a reason and press Enter: %v", err)
+	}
+	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("dd.outcome")))
+	if err != nil || !strings.Contains(outcome, "denied by carol") {
+		t.Fatalf("the page after Enter says %q (%v)", outcome, err)
+	}
+	select {
+	case o := <-done:
+		if o.err != nil || !o.res.IsError || !strings.Contains(resultText(o.res), "no, wrong repository") {
+			t.Fatalf("the held call: %+v %v", o.res, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call did not end after the denial")
+	}
+	if n := s.up.count("merge_pull_request"); n != 0 {
+		t.Fatalf("upstream ran %d times", n)
+	}
+	if got, _ := gate.Get(r.ID); got.Status != Denied || got.Decision.Reason != "no, wrong repository" {
+		t.Fatalf("recorded %s, decision %+v", got.Status, got.Decision)
 	}
 }
 

@@ -147,15 +147,15 @@ func durationLabel(d string) string {
 	case ForOnce:
 		return "Approve once"
 	case ForHour:
-		return "Approve for 1 hour"
+		return "Approve every call for 1 hour"
 	case ForWorkday:
-		return "Approve for 8 hours"
+		return "Approve every call for 8 hours"
 	case ForWeek:
-		return "Approve for 7 days"
+		return "Approve every call for 7 days"
 	case ForRemember:
 		return "Consent (remembered)"
 	}
-	return "Approve for " + d
+	return "Approve every call for " + d
 }
 
 func (a *admin) render(w http.ResponseWriter, status int, d *pageData) {
@@ -190,17 +190,29 @@ func (a *admin) session(r *http.Request) *pageSession {
 }
 
 // sameOrigin refuses a POST that a browser says came from another site.
-func sameOrigin(r *http.Request) error {
+// The page's origin is the request's Host or the public URL's (pageURL,
+// Config.PageURL): a proxy in front may pass on a Host of its own.
+func sameOrigin(r *http.Request, pageURL string) error {
 	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 		return errors.New("this form was sent from another site; decide from the approvals page itself")
 	}
-	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return fmt.Errorf("this form was sent from %s, not from the approvals page (%s)", o, r.Host)
-		}
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return nil
 	}
-	return nil
+	u, err := url.Parse(o)
+	if err == nil && u.Host == r.Host {
+		return nil
+	}
+	if p, perr := url.Parse(pageURL); err == nil && pageURL != "" && perr == nil &&
+		strings.EqualFold(u.Scheme, p.Scheme) && strings.EqualFold(u.Host, p.Host) {
+		return nil
+	}
+	page := r.Host
+	if pageURL != "" {
+		page = pageURL
+	}
+	return fmt.Errorf("this form was sent from %s, not from the approvals page (%s)", o, page)
 }
 
 // signedIn wraps a page handler: without a session a GET goes to the
@@ -219,7 +231,7 @@ func (a *admin) signedIn(h func(http.ResponseWriter, *http.Request, *pageSession
 		}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-			if err := sameOrigin(r); err != nil {
+			if err := sameOrigin(r, a.g.cfg.PageURL); err != nil {
 				a.render(w, http.StatusForbidden, &pageData{Title: "Refused", Approver: s.approver, CSRF: s.csrf, Error: err.Error()})
 				return
 			}
@@ -256,7 +268,7 @@ func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
 func (a *admin) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	next := "/approvals"
-	if err := sameOrigin(r); err != nil {
+	if err := sameOrigin(r, a.g.cfg.PageURL); err != nil {
 		a.render(w, http.StatusForbidden, a.loginData(next, err.Error()))
 		return
 	}
@@ -349,6 +361,12 @@ func (a *admin) showRequest(w http.ResponseWriter, status int, id string, s *pag
 func (a *admin) decidePage(w http.ResponseWriter, r *http.Request, s *pageSession) {
 	id := r.PathValue("id")
 	choice := r.PostFormValue("decision")
+	if choice == "" {
+		// Only a button says what to decide: a form sent without one
+		// decides nothing, least of all an approval.
+		a.showRequest(w, http.StatusBadRequest, id, s, "The form did not say what to decide: nothing was decided. Choose Deny or one of the Approve buttons.", "")
+		return
+	}
 	verdict, forWhat := VerdictApprove, choice
 	if choice == VerdictDeny {
 		verdict, forWhat = VerdictDeny, ""

@@ -46,6 +46,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -274,27 +275,40 @@ func (v *Verifier) Skew() time.Duration { return v.cfg.Skew }
 // A token verified before and not yet expired is answered from the cache.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Identity, error) {
 	now := v.cfg.Now()
-	if id, ok := v.cache.get(token); ok {
-		if now.Add(-v.cfg.Skew).After(id.Expiry) {
-			v.cache.drop(token)
-			return nil, &Refusal{Reason: Expired, Issuer: id.Issuer, Subject: id.Subject, Detail: "expired at " + id.Expiry.UTC().Format(time.RFC3339)}
-		}
+	if id, ok := v.cache.get(token, now); ok {
 		return id, nil
 	}
+	// A change of keys while this token is checked empties the cache; the
+	// identity is then not kept, or a token of a withdrawn key would be.
+	gen := v.cache.generation()
 	id, err := v.verify(ctx, token, now)
 	if err != nil {
 		return nil, err
 	}
-	v.cache.put(token, id)
+	// Kept until the token expires or its issuer's keys are due to be
+	// fetched again, whichever is first: a key withdrawn is noticed by
+	// the tokens it signed, not only by the ones not seen before.
+	until := id.Expiry.Add(v.cfg.Skew)
+	if due := now.Add(v.cfg.Refresh); due.Before(until) {
+		until = due
+	}
+	v.cache.put(token, id, gen, until)
 	return id, nil
 }
 
+// MaxTokenBytes bounds the tokens the Verifier reads: a longer one is
+// refused before it is parsed.
+const MaxTokenBytes = 32 << 10
+
 func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (*Identity, error) {
+	if len(token) > MaxTokenBytes {
+		return nil, &Refusal{Reason: Malformed, Detail: fmt.Sprintf("%d bytes long; the gateway reads tokens of at most %d", len(token), MaxTokenBytes)}
+	}
 	tok, err := jwt.ParseSigned(token, Algorithms)
 	if err != nil {
 		var alg *jose.ErrUnexpectedSignatureAlgorithm
 		if errors.As(err, &alg) {
-			return nil, &Refusal{Reason: AlgNotAllowed, Detail: fmt.Sprintf("signed with %q; only %s are accepted", alg.Got, algList())}
+			return nil, &Refusal{Reason: AlgNotAllowed, Detail: fmt.Sprintf("signed with %s; only %s are accepted", clip.Quote(string(alg.Got)), algList())}
 		}
 		return nil, &Refusal{Reason: Malformed, Detail: "not a signed JWT"}
 	}
@@ -305,14 +319,20 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (*Id
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return nil, &Refusal{Reason: Malformed, Detail: "its claims are not a JSON object of registered claims"}
 	}
+	// What a refusal repeats of the claims and header is cut: they are
+	// not verified yet, and a refusal is logged and answered.
+	unverifiedIssuer, unverifiedSubject := clip.String(unverified.Issuer), clip.String(unverified.Subject)
 	is := v.issuers[unverified.Issuer]
 	if is == nil {
-		return nil, &Refusal{Reason: UnknownIssuer, Issuer: unverified.Issuer, Subject: unverified.Subject,
-			Detail: fmt.Sprintf("issuer %q is not configured (configured: %s)", unverified.Issuer, strings.Join(v.IssuerURLs(), ", "))}
+		return nil, &Refusal{Reason: UnknownIssuer, Issuer: unverifiedIssuer, Subject: unverifiedSubject,
+			Detail: fmt.Sprintf("issuer %s is not configured (configured: %s)", clip.Quote(unverified.Issuer), strings.Join(v.IssuerURLs(), ", "))}
 	}
 	h := tok.Headers[0]
 	refuse := func(r Reason, format string, args ...any) error {
-		return &Refusal{Reason: r, Issuer: unverified.Issuer, Subject: unverified.Subject, Detail: fmt.Sprintf(format, args...)}
+		return &Refusal{Reason: r, Issuer: unverifiedIssuer, Subject: unverifiedSubject, Detail: fmt.Sprintf(format, args...)}
+	}
+	if len(h.KeyID) > clip.Max {
+		return nil, refuse(UnknownKey, "kid %s is longer than %d bytes", clip.Quote(h.KeyID), clip.Max)
 	}
 	keys, err := is.keys.lookup(ctx, h.KeyID, jose.SignatureAlgorithm(h.Algorithm))
 	switch {
@@ -401,23 +421,47 @@ var validPrincipal = table.ValidPrincipal
 type tokenCache struct {
 	mu  sync.RWMutex
 	max int
-	m   map[string]*Identity
+	m   map[string]cachedToken
+	gen uint64 // counts the clears
+}
+
+// cachedToken is a verified token's identity, kept until until.
+type cachedToken struct {
+	id    *Identity
+	until time.Time
 }
 
 func (c *tokenCache) init(max int) {
-	c.max, c.m = max, map[string]*Identity{}
+	c.max, c.m = max, map[string]cachedToken{}
 }
 
-func (c *tokenCache) get(token string) (*Identity, bool) {
+// get returns the identity of token, if it is kept and now is before its
+// time is up.
+func (c *tokenCache) get(token string, now time.Time) (*Identity, bool) {
 	c.mu.RLock()
-	id, ok := c.m[token]
+	e, ok := c.m[token]
 	c.mu.RUnlock()
-	return id, ok
+	if !ok || !now.Before(e.until) {
+		return nil, false
+	}
+	return e.id, true
 }
 
-func (c *tokenCache) put(token string, id *Identity) {
+// generation is the cache's count of clears, for put.
+func (c *tokenCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+// put keeps id for token until until, unless the cache was cleared since
+// generation gen.
+func (c *tokenCache) put(token string, id *Identity, gen uint64, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if len(c.m) >= c.max {
 		// Full: forget about a quarter, the map's own order deciding
 		// which. Tokens are presented again and again while they live, so
@@ -430,17 +474,12 @@ func (c *tokenCache) put(token string, id *Identity) {
 			delete(c.m, k)
 		}
 	}
-	c.m[token] = id
-}
-
-func (c *tokenCache) drop(token string) {
-	c.mu.Lock()
-	delete(c.m, token)
-	c.mu.Unlock()
+	c.m[token] = cachedToken{id, until}
 }
 
 func (c *tokenCache) clear() {
 	c.mu.Lock()
 	clear(c.m)
+	c.gen++
 	c.mu.Unlock()
 }

@@ -518,3 +518,84 @@ func TestSubjectMustBePrintable(t *testing.T) {
 		t.Errorf("a printable subject: %v", err)
 	}
 }
+
+// A token verified before answers from the cache at most until its
+// issuer's keys are due to be fetched again: once its key is withdrawn
+// and the keys refreshed, it is refused, although it has not expired.
+func TestCachedTokenOfWithdrawnKey(t *testing.T) {
+	p := startOP(t, jose.ES256)
+	long := agent()
+	long.Lifetime = 2 * time.Hour // outlives the refresh
+	p.SetClient("agent", long)
+	c := &clock{t: time.Now()}
+	v := newVerifier(t, c, corp(p))
+	tok := token(t, p, "agent")
+	if err := verifyErr(v, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Rotate(jose.ES256, false); err != nil {
+		t.Fatal(err)
+	}
+	fetches := p.JWKSRequests()
+	c.advance(DefaultRefresh)
+	// Checked again, not answered from the cache: the keys at hand still
+	// hold its key, and their refresh starts.
+	if err := verifyErr(v, tok); err != nil {
+		t.Fatalf("with the keys at hand: %v", err)
+	}
+	waitFetch(v, p.Issuer)
+	if p.JWKSRequests() == fetches {
+		t.Fatal("a token from the cache did not refresh keys older than Refresh")
+	}
+	refused(t, verifyErr(v, tok), UnknownKey)
+}
+
+// An identity checked while the cache was emptied (its issuer's keys
+// changed meanwhile) is not kept: it may be of a key just withdrawn.
+func TestTokenCacheClearedDuringCheck(t *testing.T) {
+	var c tokenCache
+	c.init(8)
+	now := time.Now()
+	id := &Identity{Principal: "agent7"}
+	gen := c.generation()
+	c.clear() // the keys change while the token is checked
+	c.put("tok", id, gen, now.Add(time.Hour))
+	if _, ok := c.get("tok", now); ok {
+		t.Fatal("an identity checked across a clear was kept")
+	}
+	c.put("tok", id, c.generation(), now.Add(time.Hour))
+	if got, ok := c.get("tok", now); !ok || got != id {
+		t.Fatal("an identity checked after the clear was not kept")
+	}
+	if _, ok := c.get("tok", now.Add(time.Hour)); ok {
+		t.Fatal("kept past its time")
+	}
+}
+
+// What a refusal repeats of a token not verified is cut: a token is
+// refused past MaxTokenBytes before it is parsed, and an issuer, subject
+// or key id the gateway does not know is shortened in the refusal, which
+// is logged and answered.
+func TestRefusalOfHugeClaimsIsShort(t *testing.T) {
+	p := startOP(t, jose.ES256)
+	v := newVerifier(t, nil, corp(p))
+	enc := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
+	jwtOf := func(header, claims string) string { return enc(header) + "." + enc(claims) + "." + enc("sig") }
+
+	r := refused(t, verifyErr(v, strings.Repeat("a", MaxTokenBytes)+".b.c"), Malformed)
+	if !strings.Contains(r.Detail, "at most 32768") {
+		t.Errorf("detail %q", r.Detail)
+	}
+	huge := strings.Repeat("x", 10000)
+	r = refused(t, verifyErr(v, jwtOf(`{"alg":"ES256","kid":"k"}`, `{"iss":"https://`+huge+`","sub":"`+huge+`"}`)), UnknownIssuer)
+	if len(r.Issuer) > 100 || len(r.Subject) > 100 || len(r.Error()) > 1000 {
+		t.Errorf("refusal of %d, %d, %d bytes: %.200s", len(r.Issuer), len(r.Subject), len(r.Error()), r.Error())
+	}
+	r = refused(t, verifyErr(v, jwtOf(`{"alg":"ES256","kid":"`+huge+`"}`, `{"iss":"`+p.Issuer+`","sub":"`+huge+`"}`)), UnknownKey)
+	if len(r.Subject) > 100 || len(r.Error()) > 1000 {
+		t.Errorf("refusal of %d, %d bytes: %.200s", len(r.Subject), len(r.Error()), r.Error())
+	}
+	if n := p.JWKSRequests(); n != 1 {
+		t.Errorf("a key id too long to be one fetched the keys again: %d fetches", n)
+	}
+}

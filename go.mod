@@ -25,6 +25,8 @@ require (
 	golang.org/x/tools v0.52.0
 )
 
+require github.com/realclientip/realclientip-go v1.0.0 // indirect
+
 require (
 	dario.cat/mergo v1.0.0 // indirect
 	github.com/Microsoft/go-winio v0.6.4 // indirect

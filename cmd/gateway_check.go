@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -43,7 +44,7 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 		case len(principals) == 0:
 			static = "access tokens only"
 		}
-		fmt.Fprintf(w, "  front:     http on %s, %s\n", s.Address, static)
+		fmt.Fprintf(w, "  front:     http on %s, %s%s\n", s.Address, static, behind(s.HTTP.TrustedProxies))
 		if o := s.HTTP.OAuth; o != nil {
 			var issuers []string
 			for _, is := range s.OAuth.Issuers {
@@ -78,7 +79,7 @@ func writeApprovalsCheck(w io.Writer, s *config.Config, t *decide.Table) {
 		line = "no channels in the table"
 	}
 	if s.AdminAddress != "" {
-		line += "; admin on " + s.AdminAddress + adminApprovers(s)
+		line += "; admin on " + s.AdminAddress + behind(s.Admin.TrustedProxies) + adminApprovers(s)
 	}
 	fmt.Fprintf(w, "  approvals: %s\n", line)
 	withProgress := "as long as the request lives"
@@ -148,4 +149,16 @@ func adminApprovers(s *config.Config) string {
 		out += "; page sign-in as client " + o.SignIn.ClientID
 	}
 	return out + ")"
+}
+
+// behind names a listener's trusted proxies, if any.
+func behind(proxies []netip.Prefix) string {
+	if len(proxies) == 0 {
+		return ""
+	}
+	names := make([]string, len(proxies))
+	for i, p := range proxies {
+		names[i] = p.String()
+	}
+	return " behind " + strings.Join(names, ", ")
 }

@@ -34,9 +34,9 @@
 // without it a guesser holding a /48 would have 65,536 sources, enough to
 // fill the sources remembered and push every new client into the shared
 // bucket past the bound. Behind a reverse proxy every client has
-// the proxy's address: the limit then holds for all of them together,
-// which still bounds guessing. Forwarding headers are not trusted, since a
-// guesser could set them.
+// the proxy's address, and the limit holds for all of them together,
+// unless the listener names the proxy (Behind): X-Forwarded-For is
+// believed only from a proxy named, since a guesser could set it.
 package authlimit
 
 import (

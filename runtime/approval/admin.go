@@ -14,6 +14,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -49,6 +50,10 @@ type AdminOptions struct {
 	// SessionTTL is how long a sign-in to the approvals page lasts.
 	// Default 12h.
 	SessionTTL time.Duration
+	// TrustedProxies are the reverse proxies in front of the listener: a
+	// request from one is counted against, and recorded as from, the
+	// client its X-Forwarded-For names (authlimit.Behind).
+	TrustedProxies []netip.Prefix
 	// AuthLimit counts the admin API's refused tokens and the page's
 	// failed sign-ins per source; a source past its limit is answered 429
 	// before its token is looked at. Nil means authlimit's defaults (10
@@ -158,7 +163,7 @@ func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 		return nil, apiError(http.StatusNotFound, "no such admin API endpoint; see docs/approvals.md")
 	}))
 	a.pageRoutes(mux)
-	return securityHeaders(mux), nil
+	return authlimit.Behind(opts.TrustedProxies, securityHeaders(mux)), nil
 }
 
 func tokenHash(h string) ([sha256.Size]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -724,5 +725,51 @@ func TestSameOrigin(t *testing.T) {
 		if err := sameOrigin(r, tc.pageURL); (err == nil) != tc.ok {
 			t.Errorf("Host %s, Origin %q, Sec-Fetch-Site %q, public URL %q: %v, want accepted %v", tc.host, tc.origin, tc.site, tc.pageURL, err, tc.ok)
 		}
+	}
+}
+
+// Behind a trusted proxy a decision on the page is recorded as from the
+// client the proxy forwards for; from any other address the header is
+// not believed.
+func TestPageBehindTrustedProxy(t *testing.T) {
+	g := openGate(t, "", pageOnly)
+	h, err := g.AdminHandler(AdminOptions{
+		Approvers:      map[string]string{hashOf(carolToken): "carol"},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	via := map[string]string{"X-Forwarded-For": "198.51.100.1, 203.0.113.9"}
+	b := newBrowser(t, srv)
+	if st, _, _ := b.do("POST", "/login", url.Values{"token": {carolToken}}, via); st != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", st)
+	}
+	ch := hold(context.Background(), g, call("alice", "merge_pull_request", `{}`))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	_, body, _ := b.do("GET", "/approvals/"+r.ID, nil, via)
+	csrf := csrfField.FindStringSubmatch(body)[1]
+	if st, _, _ := b.do("POST", "/approvals/"+r.ID, url.Values{"decision": {"deny"}, "csrf": {csrf}}, via); st != http.StatusSeeOther {
+		t.Fatalf("deny: %d", st)
+	}
+	recv(t, ch)
+	if got, _ := g.Get(r.ID); got.Decision.From != "page 203.0.113.9:0" {
+		t.Errorf("decided from %q, want the forwarded client's address", got.Decision.From)
+	}
+
+	// The same header from an address not trusted is its own claim.
+	plain := adminServer(t, g)
+	b = newBrowser(t, plain)
+	b.do("POST", "/login", url.Values{"token": {carolToken}}, via)
+	ch = hold(context.Background(), g, call("alice", "delete_branch", `{}`))
+	r = pendingFor(t, g, "alice", "delete_branch", 1)
+	_, body, _ = b.do("GET", "/approvals/"+r.ID, nil, via)
+	csrf = csrfField.FindStringSubmatch(body)[1]
+	b.do("POST", "/approvals/"+r.ID, url.Values{"decision": {"deny"}, "csrf": {csrf}}, via)
+	recv(t, ch)
+	if got, _ := g.Get(r.ID); !strings.HasPrefix(got.Decision.From, "page 127.0.0.1:") {
+		t.Errorf("decided from %q, want the connection's address", got.Decision.From)
 	}
 }

@@ -50,6 +50,10 @@ type HTTPOptions struct {
 	// once; a request that would open another is answered 429 Too Many
 	// Requests. Default DefaultMaxSessions.
 	MaxSessions int
+	// TrustedProxies are the reverse proxies in front of the listener: a
+	// request from one is counted against the client its X-Forwarded-For
+	// names (authlimit.Behind). None: every request is its connection's.
+	TrustedProxies []netip.Prefix
 }
 
 // Defaults of HTTPOptions.
@@ -199,7 +203,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		front.ServeHTTP(w, r)
 	}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return authlimit.Behind(opts.TrustedProxies, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if metadata != nil && slices.Contains(metadataPaths, r.URL.Path) {
 			// Public, as RFC 9728 has it: how to get a token is no
 			// secret.
@@ -222,7 +226,7 @@ func (g *Gateway) HTTPHandler(opts HTTPOptions) (http.Handler, error) {
 		}
 		c := &challenge{ResponseWriter: w, r: r, logger: g.logger}
 		authed.ServeHTTP(c, r.WithContext(context.WithValue(r.Context(), challengeKey{}, c)))
-	}), nil
+	})), nil
 }
 
 // metadataLocation is where the protected resource metadata of resource

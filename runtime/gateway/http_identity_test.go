@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -102,11 +103,21 @@ func (f *oauthFront) token(t *testing.T, client string, scopes ...string) string
 // post sends an initialize request with token ("" for none).
 func (f *oauthFront) post(t *testing.T, token string) (*http.Response, string) {
 	t.Helper()
+	return f.postVia(t, token, "")
+}
+
+// postVia is post through a proxy that says it forwards for client
+// (X-Forwarded-For), when client is set.
+func (f *oauthFront) postVia(t *testing.T, token, client string) (*http.Response, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if client != "" {
+		req.Header.Set("X-Forwarded-For", client)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -309,6 +320,38 @@ func TestHTTPRefusedTokensLimited(t *testing.T) {
 	resp, err := http.Get(strings.TrimSuffix(f.url, "/") + MetadataPath)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("metadata: %v %v", resp.Status, err)
+	}
+}
+
+// Behind a trusted proxy each client has its own limit: a guesser's
+// refused tokens make it wait, not the clients the proxy forwards beside
+// it. The address a client's proxy forwards for is believed only from a
+// trusted proxy.
+func TestHTTPBehindTrustedProxy(t *testing.T) {
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	f := startOAuthFront(t, HTTPOptions{AuthLimit: authlimit.New(authlimit.Options{Burst: 3, Every: 10 * time.Second, Now: clock}),
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}})
+	f.agentClient("agent", "agent-7")
+	good := f.token(t, "agent", "mcp")
+	for i := range 3 {
+		if resp, _ := f.postVia(t, "guess-"+strconvItoa(i), "198.51.100.1, 203.0.113.9"); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %s", i, resp.Status)
+		}
+	}
+	if resp, body := f.postVia(t, good, "203.0.113.9"); resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "from 203.0.113.9") {
+		t.Fatalf("the guesser past its limit: %s %s", resp.Status, body)
+	}
+	// What the guesser writes to the left of the proxy's entry is its own
+	// claim: it is still the guesser.
+	if resp, _ := f.postVia(t, good, "198.51.100.7, 203.0.113.9"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the guesser naming another client: %s", resp.Status)
+	}
+	for _, client := range []string{"198.51.100.7", "2001:db8::1", ""} {
+		if resp, body := f.postVia(t, good, client); resp.StatusCode != http.StatusOK {
+			t.Errorf("a client forwarded for %q beside the guesser: %s %s", client, resp.Status, body)
+		}
 	}
 }
 

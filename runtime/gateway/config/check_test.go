@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/ed25519"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,5 +154,35 @@ func TestRequiredBesideRefusedValue(t *testing.T) {
 	_, got = check(t, dir, "upstreams: a: command: [\"true\"]\ncall_timeout_seconds: 1.5\nfront: http: principals: p: {}\n", Options{Use: ForPull})
 	if len(got) != 3 {
 		t.Errorf("pull: got %d diagnostics, want 3:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}
+
+// Each listener's trusted proxies are read as addresses or CIDR ranges;
+// anything else, or a range of every address, is refused at the key.
+func TestTrustedProxies(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "state"), 0o700)
+	const head = "table: \"t.json\"\ntrust: [\"ci.pub\"]\nstate_dir: \"state\"\nupstreams: a: command: [\"true\"]\n"
+	token := `["` + strings.Repeat("0", 64) + `"]`
+	src := head + `front: http: {address: "127.0.0.1:0", principals: p: token_sha256: ` + token + `, trusted_proxies: ["10.0.0.0/8", "fd00::7"]}
+approvals: admin: {address: "127.0.0.1:1", approvers: carol: token_sha256: ["` + strings.Repeat("1", 64) + `"], trusted_proxies: ["192.0.2.1"]}
+`
+	c, got := check(t, dir, src, Options{Use: ForGateway, Trust: trusted})
+	if c == nil {
+		t.Fatalf("refused:\n%s", strings.Join(got, "\n"))
+	}
+	if fmt.Sprint(c.HTTP.TrustedProxies) != "[10.0.0.0/8 fd00::7/128]" || fmt.Sprint(c.Admin.TrustedProxies) != "[192.0.2.1/32]" {
+		t.Errorf("front %v, admin %v", c.HTTP.TrustedProxies, c.Admin.TrustedProxies)
+	}
+	src = head + `front: http: {address: "127.0.0.1:0", principals: p: token_sha256: ` + token + `, trusted_proxies: ["proxy.internal", "0.0.0.0/0"]}
+`
+	c, got = check(t, dir, src, Options{Use: ForGateway, Trust: trusted})
+	if c != nil {
+		t.Fatal("a configuration with problems was returned")
+	}
+	mustHave(t, got, `gateway.cue:7:138: error[gateway-config]: front.http.trusted_proxies: "proxy.internal" is not an IP address or a CIDR range`,
+		`front.http.trusted_proxies: "0.0.0.0/0" is every address`)
+	if len(got) != 2 {
+		t.Errorf("got %d diagnostics, want 2:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }

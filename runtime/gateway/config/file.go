@@ -30,7 +30,8 @@ type approvalsFile struct {
 		Approvers map[string]struct {
 			TokenSHA256 []string `json:"token_sha256"`
 		} `json:"approvers"`
-		OAuth *adminOAuthFile `json:"oauth"`
+		OAuth          *adminOAuthFile `json:"oauth"`
+		TrustedProxies []string        `json:"trusted_proxies"`
 	} `json:"admin"`
 	WebhookSecretEnv         string         `json:"webhook_secret_env"`
 	ConsentWaitSeconds       int            `json:"consent_wait_seconds"`
@@ -68,6 +69,7 @@ type frontFile struct {
 		OAuth              *oauthFile `json:"oauth"`
 		IdleTimeoutMinutes int        `json:"idle_timeout_minutes"`
 		MaxSessions        int        `json:"max_sessions"`
+		TrustedProxies     []string   `json:"trusted_proxies"`
 	} `json:"http"`
 }
 

@@ -3,12 +3,14 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/authlimit"
 	"github.com/policyc/policyc/runtime/approval"
 	"github.com/policyc/policyc/runtime/gateway"
 )
@@ -51,6 +53,7 @@ func (r *reader) front() {
 		c.HTTP.Tokens = map[string]string{}
 		c.HTTP.IdleTimeout = time.Duration(h.IdleTimeoutMinutes) * time.Minute
 		c.HTTP.MaxSessions = h.MaxSessions
+		c.HTTP.TrustedProxies = r.proxies("front.http.trusted_proxies", h.TrustedProxies)
 		principals := slices.Sorted(maps.Keys(h.Principals))
 		switch {
 		case len(principals) > 0 || r.set("front.http.oauth"):
@@ -157,6 +160,7 @@ func (r *reader) approvals() {
 			`add an approver with the SHA-256 of its token, e.g. approvers: carol: token_sha256: ["..."] (printf %s "$TOKEN" | sha256sum), or an identity provider (oauth), or remove admin`)
 	}
 	r.adminOAuth(ad.OAuth, ad.PublicURL)
+	c.Admin.TrustedProxies = r.proxies("approvals.admin.trusted_proxies", ad.TrustedProxies)
 	for _, n := range names {
 		key := "approvals.admin.approvers." + n + ".token_sha256"
 		if len(ad.Approvers[n].TokenSHA256) == 0 {
@@ -193,4 +197,22 @@ func seconds(n int, def time.Duration) time.Duration {
 		return def
 	}
 	return time.Duration(n) * time.Second
+}
+
+// proxies reads the trusted proxies of a listener at key.
+func (r *reader) proxies(key string, list []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range list {
+		p, err := authlimit.ParseProxy(s)
+		if err != nil {
+			r.bad(key, fmt.Sprintf("%q is not an IP address or a CIDR range", s), `give the proxy's address, e.g. "10.0.0.7", or its network, e.g. "10.0.0.0/8"`)
+			continue
+		}
+		if p.Bits() == 0 {
+			r.bad(key, fmt.Sprintf("%q is every address: any client could then say whom it speaks for", s), "name the proxies' own addresses or network")
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }

@@ -109,8 +109,8 @@ type admin struct {
 	limit      *authlimit.Limiter
 	status     func() GatewayStatus
 
-	oauth   *AdminOAuth
-	signIns signIns
+	oauth      *AdminOAuth
+	signInSeal signInSeal
 
 	mu       sync.Mutex
 	sessions map[string]*pageSession
@@ -122,7 +122,7 @@ type admin struct {
 func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 	a := &admin{g: g, approvers: map[[sha256.Size]byte]string{}, clients: map[[sha256.Size]byte]bool{},
 		sessionTTL: opts.SessionTTL, sessions: map[string]*pageSession{}, limit: opts.AuthLimit, oauth: opts.OAuth,
-		status: opts.Status}
+		status: opts.Status, signInSeal: newSignInSeal()}
 	if a.limit == nil {
 		a.limit = authlimit.New(authlimit.Options{})
 	}

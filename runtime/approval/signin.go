@@ -2,13 +2,17 @@ package approval
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -162,69 +166,64 @@ func looksLikeJWT(token string) bool {
 	return strings.Count(token, ".") == 2
 }
 
-// pendingSignIn is a sign-in sent to the provider and not yet back: the
-// state names it, and the browser that started it holds the state in a
-// cookie.
+// pendingSignIn is a sign-in sent to the provider and not yet back. The
+// gateway keeps nothing of it: the browser that started it holds it in a
+// cookie, sealed (signInSeal), and the callback must bring the state it
+// names.
 type pendingSignIn struct {
-	nonce    string
-	verifier string
-	next     string
-	source   string
-	expires  time.Time
+	State    string    `json:"state"`
+	Nonce    string    `json:"nonce"`
+	Verifier string    `json:"verifier"`
+	Next     string    `json:"next"`
+	Expires  time.Time `json:"expires"`
 }
 
-// Limits of the sign-ins in progress.
 const (
-	signInTTL  = 10 * time.Minute
-	maxSignIns = 1024
-	// maxSignInsPerSource bounds one source's share, so that no source
-	// can crowd out the others' sign-ins.
-	maxSignInsPerSource = 16
-	// signInCookie holds the state of the browser's sign-in in progress.
+	// signInTTL is how long a sign-in may take at the provider.
+	signInTTL = 10 * time.Minute
+	// signInCookie holds the browser's sign-in in progress, sealed.
 	signInCookie = "policyc_signin"
 )
 
-// signIns are the sign-ins in progress, by state.
-type signIns struct {
-	mu sync.Mutex
-	m  map[string]*pendingSignIn
+// signInSeal seals and opens the sign-ins in progress, with a key made
+// when the admin handler is: a cookie sealed by another process, or
+// changed by the browser, does not open. Keeping them in the browser, not
+// here, leaves no state for anyone to fill by starting sign-ins: before,
+// sixteen started from one address (a proxy's, for every approver behind
+// it) refused the next sign-in for ten minutes.
+type signInSeal struct{ aead cipher.AEAD }
+
+func newSignInSeal() signInSeal {
+	key := make([]byte, 32)
+	rand.Read(key)
+	block, _ := aes.NewCipher(key) // a 32-byte key: no error
+	aead, _ := cipher.NewGCMWithRandomNonce(block)
+	return signInSeal{aead}
 }
 
-// add keeps p under state, unless its source has maxSignInsPerSource
-// sign-ins in progress already, or all sources maxSignIns.
-func (s *signIns) add(state string, p *pendingSignIn, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]*pendingSignIn{}
-	}
-	mine := 0
-	for k, x := range s.m {
-		switch {
-		case !now.Before(x.expires):
-			delete(s.m, k)
-		case x.source == p.source:
-			mine++
-		}
-	}
-	if len(s.m) >= maxSignIns || mine >= maxSignInsPerSource {
-		return false
-	}
-	s.m[state] = p
-	return true
+// signInAD binds a sealed value to its use.
+var signInAD = []byte(signInCookie)
+
+func (s signInSeal) seal(p *pendingSignIn) string {
+	b, _ := json.Marshal(p)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nil, nil, b, signInAD))
 }
 
-// take removes the sign-in state names and returns it, if it has not
-// expired: a state is good for one callback.
-func (s *signIns) take(state string, now time.Time) *pendingSignIn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.m[state]
-	delete(s.m, state)
-	if p == nil || !now.Before(p.expires) {
+// open returns the sign-in sealed in v, or nil when v is not one this
+// process sealed.
+func (s signInSeal) open(v string) *pendingSignIn {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
 		return nil
 	}
-	return p
+	if b, err = s.aead.Open(nil, nil, b, signInAD); err != nil {
+		return nil
+	}
+	var p pendingSignIn
+	if json.Unmarshal(b, &p) != nil {
+		return nil
+	}
+	return &p
 }
 
 func (a *admin) oauth2Config() *oauth2.Config {
@@ -243,26 +242,21 @@ func (a *admin) secure(r *http.Request) bool {
 	return r.TLS != nil || strings.HasPrefix(a.g.cfg.PageURL, "https://")
 }
 
-// signInStart sends the browser to the provider: a fresh state (also set
-// in a cookie, so that only this browser can come back with it), nonce
-// and PKCE verifier, kept until the callback.
+// signInStart sends the browser to the provider: a fresh state, nonce and
+// PKCE verifier, sealed in a cookie until the callback, so that only this
+// browser can come back with the state.
 func (a *admin) signInStart(w http.ResponseWriter, r *http.Request) {
-	next := localPath(r.URL.Query().Get("next"))
-	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	p := &pendingSignIn{nonce: nonce, verifier: verifier, next: next, source: authlimit.Source(r), expires: a.g.now().Add(signInTTL)}
-	if !a.signIns.add(state, p, a.g.now()) {
-		a.render(w, http.StatusServiceUnavailable, a.loginData(next, "Too many sign-ins are in progress; try again in a few minutes."))
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: state, Path: "/signin", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+	p := &pendingSignIn{State: randomToken(), Nonce: randomToken(), Verifier: oauth2.GenerateVerifier(),
+		Next: localPath(r.URL.Query().Get("next")), Expires: a.g.now().Add(signInTTL)}
+	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: a.signInSeal.seal(p), Path: "/signin", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: a.secure(r), MaxAge: int(signInTTL.Seconds())})
-	u := a.oauth2Config().AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce),
+	u := a.oauth2Config().AuthCodeURL(p.State, oauth2.S256ChallengeOption(p.Verifier), oidc.Nonce(p.Nonce),
 		oauth2.SetAuthURLParam("resource", a.oauth.Audience()))
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
 // signInCallback ends a sign-in: the state must be the one this browser
-// started, the code is exchanged with its PKCE verifier, the ID token
+// started (its cookie, cleared by the answer), the code is exchanged with its PKCE verifier, the ID token
 // must carry its nonce, and the access token must verify as the admin
 // API's and be an approver's of the same subject. Then the page's session
 // starts, for as long as the access token lasts (at most SessionTTL).
@@ -278,14 +272,17 @@ func (a *admin) signInCallback(w http.ResponseWriter, r *http.Request) {
 	state := q.Get("state")
 	c, err := r.Cookie(signInCookie)
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: "", Path: "/signin", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: a.secure(r), MaxAge: -1})
-	if err != nil || state == "" || !equalStrings(c.Value, state) {
+	var p *pendingSignIn
+	if err == nil {
+		p = a.signInSeal.open(c.Value)
+	}
+	if p == nil || state == "" || !equalStrings(p.State, state) {
 		a.limit.Failed(authlimit.Source(r))
 		fail(http.StatusBadRequest, "this sign-in was not started in this browser (its state does not match); sign in again from the approvals page.")
 		return
 	}
-	p := a.signIns.take(state, a.g.now())
-	if p == nil {
-		fail(http.StatusBadRequest, "this sign-in took too long or was already used; sign in again.")
+	if !a.g.now().Before(p.Expires) {
+		fail(http.StatusBadRequest, "this sign-in took too long; sign in again.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -304,7 +301,7 @@ func (a *admin) signInCallback(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 	defer cancel()
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, a.oauth.signIn.Client)
-	tok, err := a.oauth2Config().Exchange(ctx, code, oauth2.VerifierOption(p.verifier), oauth2.SetAuthURLParam("resource", a.oauth.Audience()))
+	tok, err := a.oauth2Config().Exchange(ctx, code, oauth2.VerifierOption(p.Verifier), oauth2.SetAuthURLParam("resource", a.oauth.Audience()))
 	if err != nil {
 		a.g.logger.Warn("approvals page sign-in: code exchange failed", "issuer", a.oauth.issuer, "error", err)
 		fail(http.StatusBadGateway, "the identity provider's token endpoint did not give tokens for the code; sign in again (the gateway's log has the provider's answer).")
@@ -321,7 +318,7 @@ func (a *admin) signInCallback(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, "the ID token does not verify: "+err.Error())
 		return
 	}
-	if !equalStrings(idt.Nonce, p.nonce) {
+	if !equalStrings(idt.Nonce, p.Nonce) {
 		a.limit.Failed(authlimit.Source(r))
 		fail(http.StatusUnauthorized, "the ID token's nonce is not this sign-in's; sign in again.")
 		return
@@ -346,7 +343,7 @@ func (a *admin) signInCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	a.startSession(w, r, name, expires)
 	a.g.logger.Info("approvals page sign-in", "approver", principal.Name(name), "issuer", id.Issuer, "subject", id.Subject)
-	http.Redirect(w, r, p.next, http.StatusSeeOther)
+	http.Redirect(w, r, p.Next, http.StatusSeeOther)
 }
 
 // startSession signs the browser in as approver until expires (zero: the

@@ -367,7 +367,10 @@ func TestPageSignInRequest(t *testing.T) {
 		t.Fatalf("authorization request %s", loc)
 	}
 	sc := resp.Header.Get("Set-Cookie")
-	if !strings.Contains(sc, signInCookie+"="+q.Get("state")) || !strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Lax") {
+	// The cookie holds the sign-in sealed: neither its state nor its
+	// nonce can be read from it.
+	if !strings.HasPrefix(sc, signInCookie+"=") || strings.Contains(sc, q.Get("state")) || strings.Contains(sc, q.Get("nonce")) ||
+		!strings.Contains(sc, "HttpOnly") || !strings.Contains(sc, "SameSite=Lax") {
 		t.Fatalf("state cookie %q", sc)
 	}
 	// Through the provider's login, up to the callback's answer.
@@ -503,25 +506,80 @@ func TestPageSignInCodeOfAnotherSignIn(t *testing.T) {
 	}
 }
 
-// One source may have a bounded number of sign-ins in progress, so that
-// it cannot crowd out the others'.
-func TestPageSignInsPerSource(t *testing.T) {
+// The gateway keeps nothing of a sign-in in progress: any number may be
+// started from one address (a proxy's, say) and the last still signs in.
+// The browser's sealed cookie is the sign-in: one changed, sealed by
+// another gateway process or past its ten minutes signs nothing in.
+func TestPageSignInsKeptByTheBrowser(t *testing.T) {
 	p := startProvider(t)
-	_, srv := signInServer(t, p, nil)
-	c := noRedirect(browse(t))
-	for i := range maxSignInsPerSource + 1 {
-		resp, err := c.Get(srv.URL + "/signin")
+	clk := newClock()
+	_, srv := signInServer(t, p, func(c *Config) { c.Now = clk.Now })
+	for i := range 40 {
+		resp, err := noRedirect(browse(t)).Get(srv.URL + "/signin")
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		want := http.StatusSeeOther
-		if i == maxSignInsPerSource {
-			want = http.StatusServiceUnavailable
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in %d started from one address: %d", i+1, resp.StatusCode)
 		}
-		if resp.StatusCode != want {
-			t.Fatalf("sign-in %d: %d, want %d", i+1, resp.StatusCode, want)
+	}
+	if resp, body := providerLogin(t, browse(t), srv.URL+"/signin", "erin", "erin-password"); resp.StatusCode != 200 || resp.Request.URL.Path != "/approvals" {
+		t.Fatalf("a sign-in after 40 others: %d at %s %s", resp.StatusCode, resp.Request.URL.Path, body)
+	}
+
+	// callback starts a sign-in in a browser of its own, then comes back
+	// with its state and the cookie mangled.
+	callback := func(mangle func(string) string, after time.Duration) (int, string) {
+		t.Helper()
+		resp, err := noRedirect(browse(t)).Get(srv.URL + "/signin")
+		if err != nil {
+			t.Fatal(err)
 		}
+		resp.Body.Close()
+		auth, _ := url.Parse(resp.Header.Get("Location"))
+		var cookie string
+		for _, c := range resp.Cookies() {
+			if c.Name == signInCookie {
+				cookie = c.Value
+			}
+		}
+		if cookie == "" || strings.Contains(cookie, auth.Query().Get("state")) {
+			t.Fatalf("sign-in cookie %q, state %q", cookie, auth.Query().Get("state"))
+		}
+		clk.Add(after)
+		req, _ := http.NewRequest("GET", srv.URL+SignInCallback+"?code=x&state="+url.QueryEscape(auth.Query().Get("state")), nil)
+		req.AddCookie(&http.Cookie{Name: signInCookie, Value: mangle(cookie)})
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+	same := func(v string) string { return v }
+	flipped := func(v string) string {
+		b := []byte(v)
+		b[len(b)/2] ^= 1
+		return string(b)
+	}
+	other := newSignInSeal()
+	foreign := func(string) string {
+		return other.seal(&pendingSignIn{State: "x", Expires: clk.Now().Add(time.Hour)})
+	}
+	for name, mangle := range map[string]func(string) string{"changed": flipped, "another process's": foreign} {
+		if st, body := callback(mangle, 0); st != http.StatusBadRequest || !strings.Contains(body, "not started in this browser") {
+			t.Errorf("a %s cookie: %d %s", name, st, body)
+		}
+	}
+	if st, body := callback(same, signInTTL); st != http.StatusBadRequest || !strings.Contains(body, "took too long") {
+		t.Errorf("a sign-in past its time: %d %s", st, body)
+	}
+	// In time, the cookie as sealed reaches the code exchange, which the
+	// provider refuses for the made-up code.
+	if st, body := callback(same, signInTTL-time.Second); st != http.StatusBadGateway || !strings.Contains(body, "did not give tokens for the code") {
+		t.Errorf("a sign-in in time: %d %s", st, body)
 	}
 }
 

@@ -21,7 +21,8 @@ const (
 
 // Preview is the safe view of a held call's arguments: top-level keys
 // only, strings cut at PreviewChars characters, arrays and objects shown as
-// a shape hint, at most MaxPreviewBytes in all. The arguments themselves
+// a shape hint, at most MaxPreviewBytes in all, the keys' names first:
+// past the budget values are NotShown, then keys counted in Omitted. The arguments themselves
 // are never stored; a preview is all that is kept of them.
 type Preview struct {
 	Fields []Field `json:"fields"`
@@ -49,18 +50,38 @@ func NewPreview(args []byte) (*Preview, bool) {
 	p := &Preview{Fields: []Field{}}
 	// The envelope {"fields":[],"omitted":N} takes at most 40 bytes.
 	used, budget := 0, MaxPreviewBytes-40
-	for i, k := range keys {
-		f := Field{Key: cut(k, ""), Value: previewValue(obj[k])}
-		b, _ := json.Marshal(f)
-		if used+len(b)+1 > budget {
+	// Names come before values: a key's value is shown only while every
+	// key after it still fits, its value NotShown where that is shorter,
+	// so that arguments sent to crowd the preview cannot push another
+	// key's name out of it. least[i] is what keys[i:] take at the least.
+	size := func(f Field) int { b, _ := json.Marshal(f); return len(b) + 1 }
+	full, short := make([]Field, len(keys)), make([]Field, len(keys))
+	least := make([]int, len(keys)+1)
+	for i := len(keys) - 1; i >= 0; i-- {
+		full[i] = Field{Key: cut(keys[i], ""), Value: previewValue(obj[keys[i]])}
+		short[i] = Field{Key: full[i].Key, Value: NotShown}
+		if size(full[i]) <= size(short[i]) {
+			short[i] = full[i]
+		}
+		least[i] = least[i+1] + size(short[i])
+	}
+	for i := range keys {
+		f := full[i]
+		if used+size(f)+least[i+1] > budget {
+			f = short[i]
+		}
+		if used+size(f) > budget {
 			p.Omitted = len(keys) - i
 			break
 		}
-		used += len(b) + 1
+		used += size(f)
 		p.Fields = append(p.Fields, f)
 	}
 	return p, true
 }
+
+// NotShown is the value of a key whose value did not fit in the preview.
+const NotShown = "(not shown: the preview is full)"
 
 func previewValue(raw json.RawMessage) string {
 	if len(raw) == 0 {

@@ -195,3 +195,46 @@ func walkStrings(v reflect.Value, out *[]string) {
 		}
 	}
 }
+
+// Arguments sent to crowd the preview cannot push a key's name out of it:
+// keys that sort first, with long values, get their values not shown
+// before a later key goes unnamed; a short value is shown all the same.
+func TestPreviewNamesFirst(t *testing.T) {
+	args := map[string]any{"command": "rm -rf /srv", "z": 1}
+	for i := range 30 {
+		args[fmt.Sprintf("a%02d", i)] = strings.Repeat("x", 80)
+	}
+	b, _ := json.Marshal(args)
+	p, ok := NewPreview(b)
+	if !ok {
+		t.Fatal("no preview")
+	}
+	enc, _ := json.Marshal(p)
+	if len(enc) > MaxPreviewBytes || p.Omitted != 0 || len(p.Fields) != 32 {
+		t.Fatalf("%d bytes, %d fields, %d omitted", len(enc), len(p.Fields), p.Omitted)
+	}
+	shown := map[string]string{}
+	hidden := 0
+	for _, f := range p.Fields {
+		shown[f.Key] = f.Value
+		if f.Value == NotShown {
+			hidden++
+		}
+	}
+	if shown["command"] != `"rm -rf /srv"` || shown["z"] != "1" {
+		t.Errorf("command %q, z %q", shown["command"], shown["z"])
+	}
+	if hidden == 0 || shown["a00"] != `"`+strings.Repeat("x", 80)+`"` {
+		t.Errorf("%d values not shown; a00 %q", hidden, shown["a00"])
+	}
+	// Past what even the names take, the rest are counted.
+	many := map[string]int{}
+	for i := range 100 {
+		many[fmt.Sprintf("key-%03d", i)] = i
+	}
+	b, _ = json.Marshal(many)
+	p, _ = NewPreview(b)
+	if p.Omitted == 0 || len(p.Fields)+p.Omitted != 100 || p.Fields[0].Value != "0" {
+		t.Errorf("%d fields, %d omitted, first %+v", len(p.Fields), p.Omitted, p.Fields[0])
+	}
+}

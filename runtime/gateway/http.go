@@ -395,8 +395,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, version string)
 	id := r.Header.Get(sessionIDHeader)
 	if id != "" {
 		// Counted from when it arrives, so that a DELETE answers it
-		// before the session is closed.
-		defer f.posts.begin(id)()
+		// before the session is closed; under its principal, so that
+		// another's POSTs naming the session (the SDK refuses them) keep
+		// no DELETE waiting.
+		defer f.posts.begin(postKey(ti.UserID, id))()
 	}
 	// The body is read here, before the SDK reads it, to refuse what the
 	// stdio front refuses and the SDK would take (httpBodyError).
@@ -500,9 +502,13 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	f.g.held.end(id, ti.UserID)
 	defer f.g.held.forget(id)
-	f.posts.wait(r.Context(), id, StopTimeout)
+	f.posts.wait(r.Context(), postKey(ti.UserID, id), StopTimeout)
 	f.sessions.ServeHTTP(w, r)
 }
+
+// postKey is what postsInFlight counts a POST under: its principal's and
+// its session's id.
+func postKey(principal, session string) string { return principal + "\x00" + session }
 
 // postsInFlight counts the POSTs of each session that are not yet
 // answered.

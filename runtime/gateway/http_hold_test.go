@@ -206,3 +206,41 @@ func TestHTTPDisconnectDuringHold(t *testing.T) {
 		})
 	})
 }
+
+// Another principal's POST naming a session keeps the session's DELETE
+// waiting for nothing: bob sends a POST with alice's session id whose body
+// never ends, and alice's DELETE is answered at once, not after
+// StopTimeout (in a synctest bubble: fake time).
+func TestHTTPDeleteNotHeldByAnothersPost(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := startGateway(t, nil)
+		client := memFrontFor(t, tg, "alice", "bob")
+		do := rawHTTPWith(t, client, memURL)
+		session := rawHTTPSession(t, do, legacyVersion)
+
+		body, trickle := io.Pipe()
+		defer trickle.Close()
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, memURL, body)
+			req.Header.Set("Authorization", "Bearer bob-token")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set(sessionIDHeader, session)
+			req.Header.Set("Mcp-Protocol-Version", legacyVersion)
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		trickle.Write([]byte(`{"jsonrpc":"2.0",`))
+		synctest.Wait() // bob's POST is read as far as it goes
+
+		start := time.Now()
+		if resp, out := do(http.MethodDelete, "alice-token", session, legacyVersion, ""); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("DELETE: %s %s", resp.Status, out)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("alice's DELETE waited %s for bob's POST", d)
+		}
+	})
+}

@@ -31,9 +31,9 @@ func Behind(trusted []netip.Prefix, h http.Handler) http.Handler {
 	forwarded, _ := realclientip.NewRightmostTrustedRangeStrategy("X-Forwarded-For", nets)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if peer, ok := peerOf(r); ok && inAny(trusted, peer) {
-			if client := forwarded.ClientIP(r.Header, r.RemoteAddr); client != "" {
+			if client, err := netip.ParseAddr(forwarded.ClientIP(r.Header, r.RemoteAddr)); err == nil {
 				r = r.WithContext(r.Context()) // a copy, not the caller's request
-				r.RemoteAddr = net.JoinHostPort(client, "0")
+				r.RemoteAddr = netip.AddrPortFrom(client.Unmap().WithZone(""), 0).String()
 			}
 		}
 		h.ServeHTTP(w, r)
@@ -62,6 +62,14 @@ func inAny(prefixes []netip.Prefix, a netip.Addr) bool {
 // address ("10.0.0.7", "fd00::7") or a CIDR range ("10.0.0.0/8").
 func ParseProxy(s string) (netip.Prefix, error) {
 	if p, err := netip.ParsePrefix(s); err == nil {
+		if a := p.Addr(); a.Is4In6() {
+			// An IPv4 range written as IPv6 ("::ffff:10.0.0.0/104"): the
+			// peers it is matched with are unmapped.
+			if p.Bits() < 96 {
+				return netip.Prefix{}, &net.ParseError{Type: "IP address or CIDR range", Text: s}
+			}
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), nil
 	}
 	a, err := netip.ParseAddr(s)

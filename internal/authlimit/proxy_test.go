@@ -36,6 +36,10 @@ func TestBehind(t *testing.T) {
 		{"10.1.2.3:4000", []string{"not an address"}, "10.1.2.3:4000"},
 		{"203.0.113.50:5000", []string{"198.51.100.1"}, "203.0.113.50:5000"}, // not a trusted proxy: believed not
 		{"[2001:db8::9]:5000", []string{"198.51.100.1"}, "[2001:db8::9]:5000"},
+		{"10.1.2.3:4000", []string{"203.0.113.9%a"}, "10.1.2.3:4000"}, // not an address: the proxy's
+		{"10.1.2.3:4000", []string{"::ffff:203.0.113.9"}, "203.0.113.9:0"},
+		{"10.1.2.3:4000", []string{"[2001:db8::1]:8080"}, "[2001:db8::1]:0"},
+		{"10.1.2.3:4000", []string{"203.0.113.9:8080"}, "203.0.113.9:0"},
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = tc.peer
@@ -71,13 +75,14 @@ func TestParseProxy(t *testing.T) {
 	for in, want := range map[string]string{
 		"10.0.0.7": "10.0.0.7/32", "10.1.2.3/8": "10.0.0.0/8", "fd00::7": "fd00::7/128",
 		"2001:db8::/32": "2001:db8::/32", "::ffff:10.0.0.7": "10.0.0.7/32",
+		"::ffff:10.0.0.0/104": "10.0.0.0/8", "::ffff:0.0.0.0/96": "0.0.0.0/0",
 	} {
 		p, err := ParseProxy(in)
 		if err != nil || p.String() != want {
 			t.Errorf("ParseProxy(%q) = %v, %v; want %s", in, p, err, want)
 		}
 	}
-	for _, in := range []string{"", "10.0.0.0/33", "proxy.internal", "10.0.0", "fe80::1%eth0", "10.0.0.7:80"} {
+	for _, in := range []string{"", "10.0.0.0/33", "proxy.internal", "10.0.0", "fe80::1%eth0", "10.0.0.7:80", "::ffff:0.0.0.0/95"} {
 		if _, err := ParseProxy(in); err == nil {
 			t.Errorf("ParseProxy(%q) accepted", in)
 		}

@@ -159,9 +159,17 @@ func (p *Provider) SetClient(id string, c Client) {
 // previous keys stay in the key set (a rotation announced in advance);
 // without, they are dropped (a key withdrawn).
 func (p *Provider) Rotate(alg jose.SignatureAlgorithm, keepOld bool) error {
+	return p.RotateNamed(alg, keepOld, "")
+}
+
+// RotateNamed is Rotate with the new key's id kid, when it is not empty.
+func (p *Provider) RotateNamed(alg jose.SignatureAlgorithm, keepOld bool, kid string) error {
 	k, err := newKey(alg)
 	if err != nil {
 		return err
+	}
+	if kid != "" {
+		k.id = kid
 	}
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()

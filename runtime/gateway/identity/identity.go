@@ -319,20 +319,20 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (*Id
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return nil, &Refusal{Reason: Malformed, Detail: "its claims are not a JSON object of registered claims"}
 	}
-	// What a refusal repeats of the claims and header is cut: they are
-	// not verified yet, and a refusal is logged and answered.
-	unverifiedIssuer, unverifiedSubject := clip.String(unverified.Issuer), clip.String(unverified.Subject)
+	// What a refusal repeats of the claims and header is bounded: they
+	// are not verified yet, and a refusal is logged and answered.
+	subject := unverified.Subject
+	if len(subject) > maxSubject {
+		subject = clip.String(subject)
+	}
 	is := v.issuers[unverified.Issuer]
 	if is == nil {
-		return nil, &Refusal{Reason: UnknownIssuer, Issuer: unverifiedIssuer, Subject: unverifiedSubject,
+		return nil, &Refusal{Reason: UnknownIssuer, Issuer: clip.String(unverified.Issuer), Subject: subject,
 			Detail: fmt.Sprintf("issuer %s is not configured (configured: %s)", clip.Quote(unverified.Issuer), strings.Join(v.IssuerURLs(), ", "))}
 	}
 	h := tok.Headers[0]
 	refuse := func(r Reason, format string, args ...any) error {
-		return &Refusal{Reason: r, Issuer: unverifiedIssuer, Subject: unverifiedSubject, Detail: fmt.Sprintf(format, args...)}
-	}
-	if len(h.KeyID) > clip.Max {
-		return nil, refuse(UnknownKey, "kid %s is longer than %d bytes", clip.Quote(h.KeyID), clip.Max)
+		return &Refusal{Reason: r, Issuer: is.URL, Subject: subject, Detail: fmt.Sprintf(format, args...)}
 	}
 	keys, err := is.keys.lookup(ctx, h.KeyID, jose.SignatureAlgorithm(h.Algorithm))
 	switch {

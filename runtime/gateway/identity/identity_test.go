@@ -592,10 +592,54 @@ func TestRefusalOfHugeClaimsIsShort(t *testing.T) {
 		t.Errorf("refusal of %d, %d, %d bytes: %.200s", len(r.Issuer), len(r.Subject), len(r.Error()), r.Error())
 	}
 	r = refused(t, verifyErr(v, jwtOf(`{"alg":"ES256","kid":"`+huge+`"}`, `{"iss":"`+p.Issuer+`","sub":"`+huge+`"}`)), UnknownKey)
-	if len(r.Subject) > 100 || len(r.Error()) > 1000 {
-		t.Errorf("refusal of %d, %d bytes: %.200s", len(r.Subject), len(r.Error()), r.Error())
+	if r.Issuer != p.Issuer || len(r.Subject) > 100 || len(r.Error()) > 1000 {
+		t.Errorf("refusal of issuer %q, %d, %d bytes: %.200s", r.Issuer, len(r.Subject), len(r.Error()), r.Error())
 	}
-	if n := p.JWKSRequests(); n != 1 {
-		t.Errorf("a key id too long to be one fetched the keys again: %d fetches", n)
+	// A subject the gateway would accept is repeated whole.
+	long := strings.Repeat("s", maxSubject)
+	r = refused(t, verifyErr(v, jwtOf(`{"alg":"ES256","kid":"k"}`, `{"iss":"`+p.Issuer+`","sub":"`+long+`"}`)), UnknownKey)
+	if r.Subject != long {
+		t.Errorf("a %d-byte subject was repeated as %q", len(long), r.Subject)
+	}
+}
+
+// A key id of any length the issuer publishes verifies its tokens.
+func TestLongKeyID(t *testing.T) {
+	p := startOP(t, jose.ES256)
+	p.SetClient("agent", agent())
+	kid := "https://keys.example.com/tenants/0f8fad5b-d9cb-469f-a165-70867728950e/signing/2026-12"
+	if err := p.RotateNamed(jose.ES256, false, kid); err != nil {
+		t.Fatal(err)
+	}
+	v := newVerifier(t, nil, corp(p))
+	if err := verifyErr(v, token(t, p, "agent")); err != nil {
+		t.Fatalf("a token of key %q (%d bytes): %v", kid, len(kid), err)
+	}
+}
+
+// A token checked while its issuer's keys change is not kept: here its
+// unknown kid makes the check fetch the keys, which changes them and
+// empties the cache after the check began.
+func TestTokenCheckedAcrossKeyChangeNotKept(t *testing.T) {
+	p := startOP(t, jose.ES256)
+	p.SetClient("agent", agent())
+	c := &clock{t: time.Now()}
+	v := newVerifier(t, c, corp(p))
+	if err := p.Rotate(jose.ES256, true); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(DefaultMinRefetch)
+	tok := token(t, p, "agent")
+	if err := verifyErr(v, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.cache.get(tok, c.now()); ok {
+		t.Fatal("a token checked across a change of its issuer's keys was kept")
+	}
+	if err := verifyErr(v, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.cache.get(tok, c.now()); !ok {
+		t.Fatal("a token checked with the keys unchanged was not kept")
 	}
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/policyc/policyc/internal/clip"
 )
 
 // maxKeySetBytes bounds a key set document.
@@ -84,16 +86,16 @@ func (s *keySet) lookup(ctx context.Context, kid string, alg jose.SignatureAlgor
 		return m, nil
 	}
 	if now.Sub(k.fetched) < s.cfg.MinRefetch {
-		return nil, fmt.Errorf("issuer %s has no %s key %q (its keys were fetched %s ago; they are fetched again for an unknown key at most every %s)",
-			s.name, alg, kid, now.Sub(k.fetched).Round(time.Millisecond), s.cfg.MinRefetch)
+		return nil, fmt.Errorf("issuer %s has no %s key %s (its keys were fetched %s ago; they are fetched again for an unknown key at most every %s)",
+			s.name, alg, clip.Quote(kid), now.Sub(k.fetched).Round(time.Millisecond), s.cfg.MinRefetch)
 	}
 	if err := s.refetch(ctx); err != nil {
-		return nil, fmt.Errorf("%w: issuer %s: key %q is not among the cached keys, and fetching them from %s failed: %v", errKeysUnavailable, s.name, kid, s.url, err)
+		return nil, fmt.Errorf("%w: issuer %s: key %s is not among the cached keys, and fetching them from %s failed: %v", errKeysUnavailable, s.name, clip.Quote(kid), s.url, err)
 	}
 	if m := s.cur.Load().match(kid, alg); len(m) > 0 {
 		return m, nil
 	}
-	return nil, fmt.Errorf("issuer %s has no %s key %q, also after fetching its keys again", s.name, alg, kid)
+	return nil, fmt.Errorf("issuer %s has no %s key %s, also after fetching its keys again", s.name, alg, clip.Quote(kid))
 }
 
 // match is the keys of k with kid (any, when kid is empty) that sign

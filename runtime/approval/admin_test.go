@@ -383,7 +383,7 @@ func TestApprovalsPage(t *testing.T) {
 	mustDecide(t, g, r2.ID, VerdictDeny, "")
 	recv(t, ch2)
 	// An open redirect through next is not possible.
-	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/\t/evil.example/", "/\n/evil.example", "/\r\n/evil.example", " /approvals", "/approvals\x00", "/approvals/\u202e", "javascript:alert(1)", ""} {
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/\t/evil.example/", "/\n/evil.example", "/\r\n/evil.example", " /approvals", "/approvals\x00", "/approvals/\u202e", "javascript:alert(1)", "", "/approvals?x=" + strings.Repeat("a", maxNext)} {
 		_, _, h := newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {next}}, nil)
 		if h.Get("Location") != "/approvals" {
 			t.Fatalf("next %q redirected to %q", next, h.Get("Location"))
@@ -396,6 +396,12 @@ func TestApprovalsPage(t *testing.T) {
 	_, _, h = newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {"/approvals?after=abc%2F"}}, nil)
 	if h.Get("Location") != "/approvals?after=abc%2F" {
 		t.Fatalf("a local next redirected to %q", h.Get("Location"))
+	}
+	// The longest next that fits the sign-in cookie is kept.
+	longest := "/approvals?x=" + strings.Repeat("a", maxNext-len("/approvals?x="))
+	_, _, h = newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {longest}}, nil)
+	if h.Get("Location") != longest {
+		t.Fatalf("a next of %d bytes redirected to %q", len(longest), h.Get("Location"))
 	}
 }
 

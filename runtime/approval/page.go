@@ -248,9 +248,11 @@ func (a *admin) signedIn(h func(http.ResponseWriter, *http.Request, *pageSession
 // with one "/", not "//" or "/\\" (which browsers take for another host),
 // made of printable ASCII alone (browsers drop a tab or a newline from a
 // URL, so "/\t/host" would be "//host"; the page's own links are
-// percent-encoded). Anything else goes to /approvals.
+// percent-encoded), and no longer than maxNext (it travels in the
+// sign-in cookie, which a browser drops past 4 KiB). Anything else goes
+// to /approvals.
 func localPath(next string) string {
-	if len(next) < 1 || next[0] != '/' || len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
+	if len(next) < 1 || len(next) > maxNext || next[0] != '/' || len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
 		return "/approvals"
 	}
 	for i := 0; i < len(next); i++ {
@@ -260,6 +262,9 @@ func localPath(next string) string {
 	}
 	return next
 }
+
+// maxNext bounds the page a sign-in returns to.
+const maxNext = 1024
 
 func (a *admin) loginForm(w http.ResponseWriter, r *http.Request) {
 	a.render(w, http.StatusOK, a.loginData(localPath(r.URL.Query().Get("next")), ""))

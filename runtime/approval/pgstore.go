@@ -32,6 +32,12 @@ var migrations embed.FS
 // migrationLock is the advisory lock taken while migrating.
 const migrationLock int64 = 0x706f6c696379 // "policy"
 
+// acceptLock is the advisory lock a replica holds while it checks and
+// records the accepted table, so that two replicas accepting their first
+// table at once are ordered (a row lock cannot order them: there is no
+// row yet).
+const acceptLock int64 = 0x706f6c696375 // "policu"
+
 // notifyChannel is the channel every change of a request is notified on,
 // with the request's id as payload.
 const notifyChannel = "policyc_approvals"
@@ -88,6 +94,10 @@ type PostgresStore struct {
 	closed bool
 	// pruning is set while a prune's deletion runs.
 	pruning bool
+
+	// acceptRead, in tests, runs after AcceptTable read the accepted
+	// table and before it writes.
+	acceptRead func()
 }
 
 // Schema versions this build knows.

@@ -687,6 +687,71 @@ func TestSharedRollbackMark(t *testing.T) {
 	}
 }
 
+// Two replicas accepting the first table at once are ordered: the one
+// that read an empty mark and writes after the other accepted a newer
+// serial does not write the mark back to its older one.
+func TestSharedRollbackMarkFirstAcceptRace(t *testing.T) {
+	dsn := pgtest.DB(t)
+	open := func(name string) *PostgresStore {
+		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pg.Close)
+		return pg
+	}
+	older, newer := open("eu-1"), open("eu-2")
+	ctx := context.Background()
+	t1, t2 := servedTable(t, 1, rollbackPolicy), servedTable(t, 2, rollbackPolicy)
+	watch, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(ctx)
+	newerDone := make(chan error, 1)
+	older.acceptRead = func() {
+		older.acceptRead = nil
+		// The newer replica accepts serial 2 while this one holds what it
+		// read: it either finishes (nothing orders the two) or waits.
+		go func() { newerDone <- newer.AcceptTable(ctx, t2, false) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case err := <-newerDone:
+				newerDone <- err
+				return
+			default:
+			}
+			var waiting int
+			if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+				t.Error(err)
+				return
+			}
+			if waiting > 0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Error("the newer replica's accept neither finished nor waited")
+	}
+	if err := older.AcceptTable(ctx, t1, false); err != nil {
+		t.Fatalf("serial 1, accepted first: %v", err)
+	}
+	if err := <-newerDone; err != nil {
+		t.Fatalf("serial 2, accepted after serial 1: %v", err)
+	}
+	_, accepted, _, err := older.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if accepted == nil || accepted.Serial != 2 || accepted.By != "eu-2" {
+		t.Fatalf("after both accepts the mark is %+v, want serial 2 by eu-2", accepted)
+	}
+	if err := older.AcceptTable(ctx, t1, false); !errors.Is(err, decide.ErrRollback) {
+		t.Fatalf("serial 1 after serial 2: %v", err)
+	}
+}
+
 // A webhook delivery is recorded though a call on another replica joined
 // the request while it was being delivered (the request's revision moved
 // on), and every replica sees it.

@@ -27,6 +27,11 @@ func (s *PostgresStore) AcceptTable(ctx context.Context, t *decide.Table, readOn
 	defer cancel()
 	var refusal error
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if !readOnly {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, acceptLock); err != nil {
+				return err
+			}
+		}
 		var last struct {
 			serial                       int64
 			digest, content, expires, by string
@@ -37,6 +42,9 @@ func (s *PostgresStore) AcceptTable(ctx context.Context, t *decide.Table, readOn
 		found := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
+		}
+		if s.acceptRead != nil {
+			s.acceptRead()
 		}
 		if found {
 			where := fmt.Sprintf("accepted by replica %s at %s (the state database's accepted_table)", last.by, last.at.UTC().Format(time.RFC3339))

@@ -69,7 +69,7 @@ func sameListener(a, b string) bool {
 // must not become a fresh start that accepts an older table.
 func checkStateDir(dir string) error {
 	if dir == "" {
-		return nil // the schema requires state_dir, and says so
+		return errors.New("an empty path names no directory")
 	}
 	st, err := os.Stat(dir)
 	switch {

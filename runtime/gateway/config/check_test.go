@@ -134,6 +134,15 @@ func TestStateDirMissing(t *testing.T) {
 		t.Errorf("a --state that does not exist: err = %v, want an *OverrideError for state_dir", err)
 	}
 	os.Mkdir(filepath.Join(dir, "state"), 0o700)
+	// An empty state_dir names no directory; it is not the configuration's
+	// own directory, nor a gateway without rollback protection.
+	empty := strings.Replace(src, `state_dir: "state"`, `state_dir: ""`, 1)
+	for _, use := range []Use{ForGateway, ForPull} {
+		_, got := check(t, dir, empty, Options{Use: use, Trust: trusted})
+		if len(got) != 1 || !strings.HasPrefix(got[0], "gateway.cue:5:12: error[gateway-config]: state_dir: an empty string is not a value here") || !strings.Contains(got[0], "existing directory") {
+			t.Errorf("an empty state_dir (use %v):\n%s", use, strings.Join(got, "\n"))
+		}
+	}
 	if c, got := check(t, dir, src, Options{Use: ForGateway, Trust: trusted}); c == nil || len(got) > 0 {
 		t.Errorf("an existing state directory was refused:\n%s", strings.Join(got, "\n"))
 	}

@@ -55,9 +55,10 @@ func wholeUnits(d *compiler.Diagnostic, src cue.Value) {
 // The schema's patterns (schema/gateway.cue) whose bounds valueWording
 // rewords.
 const (
-	boundSHA256  = `=~"^[0-9a-f]{64}$"`
-	boundURL     = `=~"^https?://"`
-	boundEnvName = `=~"^[A-Za-z_][A-Za-z0-9_]*$"`
+	boundSHA256   = `=~"^[0-9a-f]{64}$"`
+	boundURL      = `=~"^https?://"`
+	boundEnvName  = `=~"^[A-Za-z_][A-Za-z0-9_]*$"`
+	boundNonEmpty = `!=""`
 )
 
 // badNameRE reads the compiler's own message for a key that is not a
@@ -96,6 +97,12 @@ func valueWording(d *compiler.Diagnostic) {
 				key = ""
 			}
 			d.Message, d.Suggestion = envNameWording(d.Path, key, v)
+		case boundNonEmpty:
+			d.Message = fmt.Sprintf("%s: an empty string is not a value here", d.Path)
+			d.Suggestion = fmt.Sprintf("write a value, or leave %s out where it is optional", key)
+			if key == "state_dir" {
+				d.Suggestion = `give an existing directory, e.g. state_dir: "/var/lib/policyc/state": the gateway keeps the serial of the last table it accepted there, so that no restart or reload goes back to an older table`
+			}
 		}
 		return
 	}

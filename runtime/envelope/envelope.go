@@ -122,6 +122,9 @@ func Parse(b []byte) (*Envelope, error) {
 				return err
 			})
 		default:
+			if err := s.caseVariant("the envelope", name, "payloadType", "payload", "signatures"); err != nil {
+				return err
+			}
 			return s.value(1)
 		}
 		return nil
@@ -167,6 +170,9 @@ func (s *scanner) signature(where string) (Signature, error) {
 				return err
 			}
 		default:
+			if err := s.caseVariant(where, name, "keyid", "sig"); err != nil {
+				return err
+			}
 			return s.value(1)
 		}
 		return nil
@@ -175,6 +181,19 @@ func (s *scanner) signature(where string) (Signature, error) {
 		err = malformed("%s: no %q field", where, "sig")
 	}
 	return sig, err
+}
+
+// caseVariant refuses an unknown field whose name is a known one's in
+// another case ("Payload", "SIG"): a JSON reader that matches names
+// without regard to case (Go's encoding/json) would read it as the known
+// field, and so could see another payload or signature than this one.
+func (s *scanner) caseVariant(where, name string, known ...string) error {
+	for _, k := range known {
+		if strings.EqualFold(name, k) {
+			return s.errorf("%s: field %q is %q in another case; remove it (the fields are spelt exactly %s)", where, name, k, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 var (

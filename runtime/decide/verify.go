@@ -264,7 +264,9 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 			return nil, nil, err
 		}
 	}
-	if statePath != "" && !opts.ReadOnly && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest) {
+	// The state is written when it changes, and when it was recorded
+	// before content was (so that it checks content from then on).
+	if statePath != "" && !opts.ReadOnly && (last == nil || last.Serial != src.Serial || last.Digest != src.Digest || last.Content == "") {
 		if err := writeState(statePath, acceptedState{Digest: src.Digest, Serial: src.Serial, Content: table.ContentDigest(src), Expires: src.Expires}); err != nil {
 			return nil, nil, err
 		}

@@ -386,8 +386,23 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	if err := os.WriteFile(state, []byte(`{"digest":"sha256:00","serial":5}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := load(signed(5, "")); err != nil {
+	v, err = load(signed(5, ""))
+	if err != nil {
 		t.Fatalf("same serial against an old state file: %v", err)
+	}
+	// Loading the very table an old state names records its content, so
+	// that other content at that serial is refused from then on.
+	if err := os.WriteFile(state, []byte(`{"digest":"`+v.Digest+`","serial":5}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(signed(5, "")); err != nil {
+		t.Fatalf("the table an old state file names: %v", err)
+	}
+	if !strings.Contains(readState(), `"content":"sha256:`) {
+		t.Fatalf("an old state file was not brought up to date: %s", readState())
+	}
+	if _, err := load(verifySeal(table.PayloadType, verifyEncode(t, changed), k)); verifyRefusalOf(t, err) != decide.ErrRollback {
+		t.Fatalf("other content at serial 5 after the old state was brought up to date: err = %v", err)
 	}
 	_, err = load(signed(4, ""))
 	var re *decide.RollbackError

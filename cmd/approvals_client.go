@@ -258,6 +258,9 @@ func writeRequest(w io.Writer, v approval.RequestView) {
 		if v.Preview.Omitted > 0 {
 			fmt.Fprintf(w, "  … and %d more key(s)\n", v.Preview.Omitted)
 		}
+		if v.Preview.Incomplete() {
+			fmt.Fprintf(w, "  %s\n", approval.IncompleteNote)
+		}
 	}
 	line("link", v.URL)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -111,6 +112,24 @@ func waitPending(t *testing.T, g *approval.Gate, tool string) approval.Request {
 	return approval.Request{}
 }
 
+// A preview that leaves something out says so in approvals show.
+func TestApprovalsShowIncompletePreview(t *testing.T) {
+	g, srv := approvalsAPI(t)
+	t.Setenv("POLICYC_ADMIN_TOKEN", "carol-token")
+	t.Setenv("POLICYC_ADMIN_URL", "")
+	args := map[string]string{"repo": "acme/web"}
+	for i := range 40 {
+		args[fmt.Sprintf("a%02d", i)] = strings.Repeat("x", 80)
+	}
+	b, _ := json.Marshal(args)
+	holdCall(g, "merge_pull_request", string(b))
+	r := waitPending(t, g, "merge_pull_request")
+	code, out, errOut := runPolicyc("approvals", "show", r.ID, "--admin", srv.URL)
+	if code != 0 || !strings.Contains(out, approval.IncompleteNote) || !strings.Contains(out, `repo: "acme/web"`) || !strings.Contains(out, approval.NotShown) {
+		t.Fatalf("show: %d\n%s%s", code, out, errOut)
+	}
+}
+
 func runPolicyc(args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = Run(args, strings.NewReader(""), &out, &errb)
@@ -134,8 +153,8 @@ func TestApprovalsCommand(t *testing.T) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
 	}
-	if code != 0 {
-		t.Fatalf("show: %d", code)
+	if code != 0 || strings.Contains(out, "preview is incomplete") {
+		t.Fatalf("show: %d\n%s", code, out)
 	}
 	code, out, _ = runPolicyc("approvals", "show", r.ID, "--admin", srv.URL, "--format", "json")
 	var v approval.RequestView

@@ -295,6 +295,9 @@ func TestApprovalsPage(t *testing.T) {
 	if strings.Contains(body, "<script>") {
 		t.Fatal("the preview is not escaped")
 	}
+	if strings.Contains(body, "preview is incomplete") {
+		t.Error("a whole preview is called incomplete")
+	}
 	if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Fatalf("headers %v", h)
 	}
@@ -402,6 +405,32 @@ func TestApprovalsPage(t *testing.T) {
 	_, _, h = newBrowser(t, srv).do("POST", "/login", url.Values{"token": {carolToken}, "next": {longest}}, nil)
 	if h.Get("Location") != longest {
 		t.Fatalf("a next of %d bytes redirected to %q", len(longest), h.Get("Location"))
+	}
+}
+
+// A preview that leaves keys or values out says so, on the page and in
+// the request's JSON (Omitted, NotShown), so that the approver does not
+// take it for the whole call.
+func TestPageIncompletePreview(t *testing.T) {
+	g := openGate(t, "", nil)
+	srv := adminServer(t, g)
+	args := map[string]string{"command": "rm -rf /srv"}
+	for i := range 60 {
+		args[fmt.Sprintf("a%02d", i)] = strings.Repeat("x", 80)
+	}
+	b, _ := json.Marshal(args)
+	hold(context.Background(), g, call("alice", "merge_pull_request", string(b)))
+	r := pendingFor(t, g, "alice", "merge_pull_request", 1)
+	if r.Preview == nil || !r.Preview.Incomplete() {
+		t.Fatalf("preview %+v is not incomplete", r.Preview)
+	}
+	br := newBrowser(t, srv)
+	if st, _, _ := br.do("POST", "/login", url.Values{"token": {carolToken}}, nil); st != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", st)
+	}
+	st, body, _ := br.do("GET", "/approvals/"+r.ID, nil, nil)
+	if st != 200 || !strings.Contains(body, IncompleteNote) || !strings.Contains(body, NotShown) {
+		t.Fatalf("request page (%d) does not say the preview is incomplete:\n%s", st, body)
 	}
 }
 

@@ -29,10 +29,11 @@ var pageHTML string
 var pageCSS []byte
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"durLabel": durationLabel,
-	"pair":     func(p *pageData, c card) cardData { return cardData{p, c} },
-	"pageSize": func() int { return DefaultPageSize },
+	"when":           func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"durLabel":       durationLabel,
+	"pair":           func(p *pageData, c card) cardData { return cardData{p, c} },
+	"pageSize":       func() int { return DefaultPageSize },
+	"incompleteNote": func() string { return IncompleteNote },
 }).Parse(pageHTML))
 
 // cardData is what the card template gets: the page and one request.

@@ -15,6 +15,9 @@ const (
 	// PreviewChars is how many characters of a string value (or a key) the
 	// preview keeps.
 	PreviewChars = 80
+	// ShortKeyChars is how many characters of a key's name the preview
+	// keeps where the key's value is NotShown.
+	ShortKeyChars = 24
 	// MaxPreviewBytes bounds the preview's JSON encoding.
 	MaxPreviewBytes = 2048
 )
@@ -29,6 +32,24 @@ type Preview struct {
 	// Omitted counts the keys left out to stay within MaxPreviewBytes.
 	Omitted int `json:"omitted,omitempty"`
 }
+
+// Incomplete tells whether the preview leaves something out: a key
+// omitted, or a value NotShown. Where it does, an approver is told to
+// approve only a call they know.
+func (p *Preview) Incomplete() bool {
+	if p.Omitted > 0 {
+		return true
+	}
+	for _, f := range p.Fields {
+		if f.Value == NotShown {
+			return true
+		}
+	}
+	return false
+}
+
+// IncompleteNote is what an approver is told of an incomplete preview.
+const IncompleteNote = "This preview is incomplete: the arguments have more keys, or longer values, than it can show. Approve only if you know what this call does without them."
 
 // Field is one top-level argument as the approver sees it.
 type Field struct {
@@ -51,37 +72,49 @@ func NewPreview(args []byte) (*Preview, bool) {
 	// The envelope {"fields":[],"omitted":N} takes at most 40 bytes.
 	used, budget := 0, MaxPreviewBytes-40
 	// Names come before values: a key's value is shown only while every
-	// key after it still fits, its value NotShown where that is shorter,
-	// so that arguments sent to crowd the preview cannot push another
-	// key's name out of it. least[i] is what keys[i:] take at the least.
-	size := func(f Field) int { b, _ := json.Marshal(f); return len(b) + 1 }
-	full, short := make([]Field, len(keys)), make([]Field, len(keys))
-	least := make([]int, len(keys)+1)
-	for i := len(keys) - 1; i >= 0; i-- {
-		full[i] = Field{Key: cut(keys[i], ""), Value: previewValue(obj[keys[i]])}
-		short[i] = Field{Key: full[i].Key, Value: NotShown}
-		if size(full[i]) <= size(short[i]) {
+	// key after it still fits, its value NotShown (and its name cut at
+	// ShortKeyChars) where that is shorter, so that arguments sent to
+	// crowd the preview cannot push another key's name out of it.
+	// least[i] is what keys[i:] take at the least.
+	type sized struct {
+		f Field
+		n int
+	}
+	size := func(f Field) sized { b, _ := json.Marshal(f); return sized{f, len(b) + 1} }
+	// No more keys than fit at the smallest field's size can be shown:
+	// only they are measured. (Measuring the rest changes nothing: n
+	// smallest fields already overrun the budget.)
+	n := min(len(keys), budget/size(Field{}).n+1)
+	full, short := make([]sized, n), make([]sized, n)
+	least := make([]int, n+1)
+	for i := n - 1; i >= 0; i-- {
+		full[i] = size(Field{Key: name(keys[i], PreviewChars), Value: previewValue(obj[keys[i]])})
+		short[i] = size(Field{Key: name(keys[i], ShortKeyChars), Value: NotShown})
+		if full[i].n <= short[i].n {
 			short[i] = full[i]
 		}
-		least[i] = least[i+1] + size(short[i])
+		least[i] = least[i+1] + short[i].n
 	}
-	for i := range keys {
+	for i := range n {
 		f := full[i]
-		if used+size(f)+least[i+1] > budget {
+		if used+f.n+least[i+1] > budget {
 			f = short[i]
 		}
-		if used+size(f) > budget {
+		if used+f.n > budget {
 			p.Omitted = len(keys) - i
 			break
 		}
-		used += size(f)
-		p.Fields = append(p.Fields, f)
+		used += f.n
+		p.Fields = append(p.Fields, f.f)
+	}
+	if p.Omitted == 0 {
+		p.Omitted = len(keys) - len(p.Fields)
 	}
 	return p, true
 }
 
 // NotShown is the value of a key whose value did not fit in the preview.
-const NotShown = "(not shown: the preview is full)"
+const NotShown = "(not shown)"
 
 func previewValue(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -97,7 +130,7 @@ func previewValue(raw json.RawMessage) string {
 		if n <= PreviewChars {
 			return strconv.Quote(s)
 		}
-		return cut(s, `"`) + "… (" + strconv.Itoa(n) + " characters)"
+		return cut(s, `"`, PreviewChars) + "… (" + strconv.Itoa(n) + " characters)"
 	case '[':
 		var a []json.RawMessage
 		if json.Unmarshal(raw, &a) != nil {
@@ -126,19 +159,19 @@ func previewValue(raw json.RawMessage) string {
 	// A number, true, false or null, as written: numbers may be long.
 	s := string(raw)
 	if utf8.RuneCountInString(s) > PreviewChars {
-		return cut(s, "") + "… (" + strconv.Itoa(len(s)) + " characters)"
+		return cut(s, "", PreviewChars) + "… (" + strconv.Itoa(len(s)) + " characters)"
 	}
 	return s
 }
 
-// cut returns the first PreviewChars characters of s with every character
-// that is not printable (controls, bidirectional overrides, invalid UTF-8)
+// cut returns the first max characters of s with every character that is
+// not printable (controls, bidirectional overrides, invalid UTF-8)
 // escaped, so what the approver reads is what the text holds. quote, when
 // set, wraps the result.
-func cut(s, quote string) string {
-	if utf8.RuneCountInString(s) > PreviewChars {
+func cut(s, quote string, max int) string {
+	if utf8.RuneCountInString(s) > max {
 		i, n := 0, 0
-		for i < len(s) && n < PreviewChars {
+		for i < len(s) && n < max {
 			_, size := utf8.DecodeRuneInString(s[i:])
 			i += size
 			n++
@@ -147,6 +180,15 @@ func cut(s, quote string) string {
 	}
 	q := strconv.Quote(s)
 	return quote + q[1:len(q)-1] + quote
+}
+
+// name returns a key's name as the preview shows it: cut at max
+// characters, ending in "…" when it was cut.
+func name(key string, max int) string {
+	if utf8.RuneCountInString(key) > max {
+		return cut(key, "", max) + "…"
+	}
+	return cut(key, "", max)
 }
 
 // Neutral returns r as it may be shown to an approver: every text field,

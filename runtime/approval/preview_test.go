@@ -3,7 +3,9 @@ package approval
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,8 +67,72 @@ func TestPreviewBound(t *testing.T) {
 	if p.Omitted == 0 || len(p.Fields)+p.Omitted != 200 {
 		t.Fatalf("%d fields shown, %d omitted", len(p.Fields), p.Omitted)
 	}
-	if k := p.Fields[0].Key; utf8.RuneCountInString(k) != PreviewChars {
-		t.Fatalf("key not cut: %q", k)
+	// Names are cut, and say so: at PreviewChars characters with the
+	// value, at ShortKeyChars where the value is not shown.
+	for _, f := range p.Fields {
+		want := PreviewChars
+		if f.Value == NotShown {
+			want = ShortKeyChars
+		}
+		if n := utf8.RuneCountInString(f.Key); n != want+1 || !strings.HasSuffix(f.Key, "…") {
+			t.Fatalf("key %q (value %q) is %d characters, want %d and a closing …", f.Key, f.Value, n, want+1)
+		}
+	}
+}
+
+// Keys chosen to cost the most per character (escaped in the preview's
+// encoding) or to be many: the preview stays within its budget, accounts
+// for every key, and shows every name it can.
+func TestPreviewAdversarialKeys(t *testing.T) {
+	long := func(c string) map[string]string {
+		m := map[string]string{"z-command": "rm -rf /srv"}
+		for i := range 40 {
+			m[fmt.Sprintf("%c%s", 'a'+i%26, strings.Repeat(c, 100+i))] = strings.Repeat(c, 200)
+		}
+		return m
+	}
+	cases := map[string]map[string]string{
+		"line separators": long("\u2028"),
+		"controls":        long("\x01"),
+		"html":            long("<"),
+		"quotes":          long(`"`),
+	}
+	ones := map[string]string{}
+	for i := range 90 {
+		ones[string(rune('!'+i))] = strings.Repeat("v", 300)
+	}
+	cases["90 one-character keys"] = ones
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := json.Marshal(args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = []byte(strings.NewReplacer(`\\u2028`, `\u2028`, `\\x01`, `\u0001`).Replace(string(b)))
+			var obj map[string]any
+			if err := json.Unmarshal(b, &obj); err != nil || len(obj) != len(args) {
+				t.Fatalf("the arguments do not decode to %d keys: %v", len(args), err)
+			}
+			p, ok := NewPreview(b)
+			if !ok {
+				t.Fatal("no preview")
+			}
+			enc, _ := json.Marshal(p)
+			if len(enc) > MaxPreviewBytes {
+				t.Fatalf("preview is %d bytes", len(enc))
+			}
+			if len(p.Fields)+p.Omitted != len(obj) {
+				t.Fatalf("%d fields + %d omitted for %d keys", len(p.Fields), p.Omitted, len(obj))
+			}
+			// Were one more name to fit in its short form, it would be shown.
+			if p.Omitted > 0 {
+				last := Field{Key: strings.Repeat("x", ShortKeyChars) + "…", Value: NotShown}
+				extra, _ := json.Marshal(last)
+				if len(enc)+len(extra) <= MaxPreviewBytes-40 {
+					t.Errorf("%d keys omitted with %d bytes used of %d", p.Omitted, len(enc), MaxPreviewBytes)
+				}
+			}
+		})
 	}
 }
 
@@ -88,6 +154,9 @@ func FuzzPreview(f *testing.F) {
 		p, ok := NewPreview(in)
 		if !ok {
 			t.Fatalf("no preview of an object: %q", in)
+		}
+		if want := referencePreview(in); !reflect.DeepEqual(p, want) {
+			t.Fatalf("preview %+v, the reference's %+v", p, want)
 		}
 		enc, _ := json.Marshal(p)
 		if len(enc) > MaxPreviewBytes {
@@ -236,5 +305,71 @@ func TestPreviewNamesFirst(t *testing.T) {
 	p, _ = NewPreview(b)
 	if p.Omitted == 0 || len(p.Fields)+p.Omitted != 100 || p.Fields[0].Value != "0" {
 		t.Errorf("%d fields, %d omitted, first %+v", len(p.Fields), p.Omitted, p.Fields[0])
+	}
+}
+
+// referencePreview is NewPreview measuring every key, however many: what
+// NewPreview's measuring only as many keys as can be shown must equal.
+func referencePreview(args []byte) *Preview {
+	var obj map[string]json.RawMessage
+	json.Unmarshal(args, &obj)
+	keys := slices.Sorted(maps.Keys(obj))
+	p := &Preview{Fields: []Field{}}
+	used, budget := 0, MaxPreviewBytes-40
+	size := func(f Field) int { b, _ := json.Marshal(f); return len(b) + 1 }
+	full, short := make([]Field, len(keys)), make([]Field, len(keys))
+	least := make([]int, len(keys)+1)
+	for i := len(keys) - 1; i >= 0; i-- {
+		full[i] = Field{Key: name(keys[i], PreviewChars), Value: previewValue(obj[keys[i]])}
+		short[i] = Field{Key: name(keys[i], ShortKeyChars), Value: NotShown}
+		if size(full[i]) <= size(short[i]) {
+			short[i] = full[i]
+		}
+		least[i] = least[i+1] + size(short[i])
+	}
+	for i := range keys {
+		f := full[i]
+		if used+size(f)+least[i+1] > budget {
+			f = short[i]
+		}
+		if used+size(f) > budget {
+			p.Omitted = len(keys) - i
+			break
+		}
+		used += size(f)
+		p.Fields = append(p.Fields, f)
+	}
+	return p
+}
+
+// Around the number of keys NewPreview measures (as many as the smallest
+// fields fit in the budget), its preview is the reference's.
+func TestPreviewMatchesReference(t *testing.T) {
+	smallest, _ := json.Marshal(Field{})
+	limit := (MaxPreviewBytes-40)/(len(smallest)+1) + 1
+	for n := limit - 3; n <= limit+3; n++ {
+		for _, value := range []string{`1`, `"` + strings.Repeat("v", 30) + `"`, `12345`} {
+			var b strings.Builder
+			b.WriteString("{")
+			for i := range n {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				// Keys of one and two characters, the last one long.
+				k := string(rune('A' + i%58))
+				if i >= 58 {
+					k += "x"
+				}
+				if i == n-1 {
+					k = "~" + strings.Repeat("k", 100)
+				}
+				fmt.Fprintf(&b, "%q:%s", k, value)
+			}
+			b.WriteString("}")
+			p, _ := NewPreview([]byte(b.String()))
+			if want := referencePreview([]byte(b.String())); !reflect.DeepEqual(p, want) {
+				t.Errorf("%d keys of value %s: preview %+v, the reference's %+v", n, value, p, want)
+			}
+		}
 	}
 }

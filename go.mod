@@ -13,6 +13,7 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/olekukonko/tablewriter v1.1.5
+	github.com/realclientip/realclientip-go v1.0.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/segmentio/encoding v0.5.4
@@ -24,8 +25,6 @@ require (
 	golang.org/x/time v0.15.0
 	golang.org/x/tools v0.52.0
 )
-
-require github.com/realclientip/realclientip-go v1.0.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.0 // indirect

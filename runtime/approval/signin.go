@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -204,9 +205,16 @@ func newSignInSeal() signInSeal {
 // signInAD binds a sealed value to its use.
 var signInAD = []byte(signInCookie)
 
+// seal returns p sealed for the sign-in cookie. HTML characters are not
+// escaped (a "&" in next would take six bytes): with next at most maxNext
+// bytes of printable ASCII the cookie stays under the 4 KiB a browser
+// keeps (TestSignInCookieFits).
 func (s signInSeal) seal(p *pendingSignIn) string {
-	b, _ := json.Marshal(p)
-	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nil, nil, b, signInAD))
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(p) // a struct of strings and a time: no error
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nil, nil, b.Bytes(), signInAD))
 }
 
 // open returns the sign-in sealed in v, or nil when v is not one this

@@ -620,3 +620,35 @@ func TestPageSignInSession(t *testing.T) {
 	}
 	still(t, g, r.ID, ch)
 }
+
+// The sign-in cookie holds the page to return to: at its longest, and made
+// of the characters that cost the most to encode, it stays within the
+// 4 KiB a browser keeps of a cookie, and the sign-in ends there.
+func TestSignInCookieFits(t *testing.T) {
+	p := startProvider(t)
+	_, srv := signInServer(t, p, nil)
+	const prefix = "/approvals?q="
+	for _, c := range []string{"&", "<", `"`, `\`, "%"} {
+		next := prefix + strings.Repeat(c, maxNext-len(prefix))
+		resp, err := noRedirect(browse(t)).Get(srv.URL + "/signin?next=" + url.QueryEscape(next))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var header string
+		for _, h := range resp.Header.Values("Set-Cookie") {
+			if strings.HasPrefix(h, signInCookie+"=") {
+				header = h
+			}
+		}
+		name, value, _ := strings.Cut(strings.SplitN(header, ";", 2)[0], "=")
+		if resp.StatusCode != http.StatusSeeOther || value == "" || len(name)+len(value) > 4096 {
+			t.Fatalf("next of %d %q: %d, cookie of %d bytes", len(next), c, resp.StatusCode, len(name)+len(value))
+		}
+	}
+	next := prefix + strings.Repeat("&", maxNext-len(prefix))
+	resp, body := providerLogin(t, browse(t), srv.URL+"/signin?next="+url.QueryEscape(next), "erin", "erin-password")
+	if resp.StatusCode != 200 || resp.Request.URL.RequestURI() != next {
+		t.Fatalf("signed in at %d %s, want %s: %s", resp.StatusCode, resp.Request.URL.RequestURI(), next, body)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/policyc/policyc/internal/termsafe"
@@ -15,9 +16,13 @@ const (
 	// PreviewChars is how many characters of a string value (or a key) the
 	// preview keeps.
 	PreviewChars = 80
-	// ShortKeyChars is how many characters of a key's name the preview
-	// keeps where the key's value is NotShown.
-	ShortKeyChars = 24
+	// ShortKeyBytes bounds what a key's name takes in the preview's
+	// encoding where the key's value is NotShown: so that the names of
+	// the first MinNames keys always fit, however they are written.
+	ShortKeyBytes = 24
+	// MinNames is how many keys' names a preview always shows, when the
+	// arguments have that many.
+	MinNames = 33
 	// MaxPreviewBytes bounds the preview's JSON encoding.
 	MaxPreviewBytes = 2048
 )
@@ -41,12 +46,16 @@ func (p *Preview) Incomplete() bool {
 		return true
 	}
 	for _, f := range p.Fields {
-		if f.Value == NotShown {
+		if f.Value == NotShown || f.Value == notShownBefore {
 			return true
 		}
 	}
 	return false
 }
+
+// notShownBefore is NotShown as the first builds that left values out
+// wrote it, in previews a store may still hold.
+const notShownBefore = "(not shown: the preview is full)"
 
 // IncompleteNote is what an approver is told of an incomplete preview.
 const IncompleteNote = "This preview is incomplete: the arguments have more keys, or longer values, than it can show. Approve only if you know what this call does without them."
@@ -73,7 +82,7 @@ func NewPreview(args []byte) (*Preview, bool) {
 	used, budget := 0, MaxPreviewBytes-40
 	// Names come before values: a key's value is shown only while every
 	// key after it still fits, its value NotShown (and its name cut at
-	// ShortKeyChars) where that is shorter, so that arguments sent to
+	// ShortKeyBytes) where that is shorter, so that arguments sent to
 	// crowd the preview cannot push another key's name out of it.
 	// least[i] is what keys[i:] take at the least.
 	type sized struct {
@@ -88,8 +97,8 @@ func NewPreview(args []byte) (*Preview, bool) {
 	full, short := make([]sized, n), make([]sized, n)
 	least := make([]int, n+1)
 	for i := n - 1; i >= 0; i-- {
-		full[i] = size(Field{Key: name(keys[i], PreviewChars), Value: previewValue(obj[keys[i]])})
-		short[i] = size(Field{Key: name(keys[i], ShortKeyChars), Value: NotShown})
+		full[i] = size(Field{Key: name(keys[i]), Value: previewValue(obj[keys[i]])})
+		short[i] = size(Field{Key: shortName(keys[i]), Value: NotShown})
 		if full[i].n <= short[i].n {
 			short[i] = full[i]
 		}
@@ -182,13 +191,32 @@ func cut(s, quote string, max int) string {
 	return quote + q[1:len(q)-1] + quote
 }
 
-// name returns a key's name as the preview shows it: cut at max
-// characters, ending in "…" when it was cut.
-func name(key string, max int) string {
-	if utf8.RuneCountInString(key) > max {
-		return cut(key, "", max) + "…"
+// name returns a key's name as the preview shows it with its value: cut
+// at PreviewChars characters, ending in "…" when it was cut.
+func name(key string) string {
+	if utf8.RuneCountInString(key) > PreviewChars {
+		return cut(key, "", PreviewChars) + "…"
 	}
-	return cut(key, "", max)
+	return cut(key, "", PreviewChars)
+}
+
+// shortName returns a key's name as the preview shows it beside NotShown:
+// as many of its first characters, escaped, as take at most ShortKeyBytes
+// in the preview's JSON encoding (an escaped character takes up to 7),
+// ending in "…" when it was cut.
+func shortName(key string) string {
+	var b strings.Builder
+	for used, i := 0, 0; i < len(key); {
+		_, n := utf8.DecodeRuneInString(key[i:])
+		shown := cut(key[i:i+n], "", 1)
+		enc, _ := json.Marshal(shown)
+		if used += len(enc) - 2; used > ShortKeyBytes {
+			return b.String() + "…"
+		}
+		b.WriteString(shown)
+		i += n
+	}
+	return b.String()
 }
 
 // Neutral returns r as it may be shown to an approver: every text field,

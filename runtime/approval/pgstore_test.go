@@ -693,7 +693,9 @@ func TestSharedRollbackMark(t *testing.T) {
 func TestSharedRollbackMarkFirstAcceptRace(t *testing.T) {
 	dsn := pgtest.DB(t)
 	open := func(name string) *PostgresStore {
-		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name})
+		// The older replica's transaction stays open while the newer
+		// one's waits: longer than the default timeout, on a loaded machine.
+		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name, Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -723,7 +725,7 @@ func TestSharedRollbackMarkFirstAcceptRace(t *testing.T) {
 			default:
 			}
 			var waiting int
-			if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			if err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`).Scan(&waiting); err != nil {
 				t.Error(err)
 				return
 			}

@@ -89,6 +89,8 @@ func TestAdminOAuthConfigProblems(t *testing.T) {
 			[]string{"approvals.admin.oauth.sign_in.client_secret_env: POLICYC_UNSET_SECRET must hold the page's client secret and is not set"}},
 		{adminHead, `{address: "127.0.0.1:0", oauth: {issuer: "https://i", audience: "https://a/", approver_groups: ["a"], sign_in: {}}}`,
 			[]string{"approvals.admin.oauth.sign_in.client_id: required"}},
+		{adminHead, `{address: "127.0.0.1:0", oauth: {issuer: "https://i", audience: "https://a/", approver_groups: ["a"], sign_in: client_id: ""}}`,
+			[]string{"approvals.admin.oauth.sign_in.client_id: an empty string is not a value here", "give the client id the provider registered"}},
 		// An agent's token must not be an approver's.
 		{oauthHead + `front: http: {address: "127.0.0.1:0", oauth: {resource: "https://mcp.example.com/", issuers: x: issuer: "https://i"}}` + "\n",
 			`{address: "127.0.0.1:1", oauth: {issuer: "https://i", audience: "https://mcp.example.com", approver_groups: ["a"]}}`,

@@ -195,3 +195,21 @@ approvals: admin: {address: "127.0.0.1:1", approvers: carol: token_sha256: ["` +
 		t.Errorf("got %d diagnostics, want 2:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
+
+// An empty string where the schema wants a value is refused with what to
+// write: for an optional key, to leave it out.
+func TestEmptyStringRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "state"), 0o700)
+	t.Setenv("POLICYC_TEST_DSN", "postgres://127.0.0.1/test")
+	src := "table: \"t.json\"\ntrust: [\"ci.pub\"]\nstate_dir: \"state\"\nupstreams: a: command: [\"true\"]\nfront: stdio: principal: \"dev\"\n" +
+		"state: postgres: {dsn_env: \"POLICYC_TEST_DSN\", replica: \"\"}\n" +
+		"observe: tracing: {endpoint: \"http://127.0.0.1:4318\", service_name: \"\"}\n"
+	_, got := check(t, dir, src, Options{Use: ForGateway, Trust: trusted})
+	mustHave(t, got,
+		"state.postgres.replica: an empty string is not a value here", "leave replica out for its default",
+		"observe.tracing.service_name: an empty string is not a value here", "leave service_name out for its default")
+	if len(got) != 2 {
+		t.Errorf("got %d diagnostics, want 2:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}

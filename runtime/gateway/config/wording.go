@@ -99,9 +99,15 @@ func valueWording(d *compiler.Diagnostic) {
 			d.Message, d.Suggestion = envNameWording(d.Path, key, v)
 		case boundNonEmpty:
 			d.Message = fmt.Sprintf("%s: an empty string is not a value here", d.Path)
-			d.Suggestion = fmt.Sprintf("write a value, or leave %s out where it is optional", key)
-			if key == "state_dir" {
+			// The schema's non-empty strings: two required, the rest
+			// optional.
+			switch key {
+			case "state_dir":
 				d.Suggestion = `give an existing directory, e.g. state_dir: "/var/lib/policyc/state": the gateway keeps the serial of the last table it accepted there, so that no restart or reload goes back to an older table`
+			case "client_id":
+				d.Suggestion = "give the client id the provider registered for the approvals page's sign-in"
+			default:
+				d.Suggestion = fmt.Sprintf("write a value, or leave %s out for its default", key)
 			}
 		}
 		return

@@ -351,7 +351,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (*Id
 		}
 	}
 	if !verified {
-		return nil, refuse(BadSignature, "the signature does not verify with key %q of issuer %s", h.KeyID, is.URL)
+		return nil, refuse(BadSignature, "the signature does not verify with key %s of issuer %s", clip.Quote(h.KeyID), is.URL)
 	}
 	switch err := std.ValidateWithLeeway(jwt.Expected{Issuer: is.URL, Time: now}, v.cfg.Skew); {
 	case err == nil:

@@ -633,17 +633,20 @@ func servedTable(t testing.TB, serial uint64, policy string) *decide.Table {
 // older than one another replica accepted, though it never saw that one;
 // the same serial with other content is refused too; a read-only check
 // records nothing. Each replica's serving table is shown by Status.
+// openPostgresStore opens a state database store, closed when the test ends.
+func openPostgresStore(t *testing.T, o PostgresOptions) *PostgresStore {
+	t.Helper()
+	pg, err := OpenPostgres(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	return pg
+}
+
 func TestSharedRollbackMark(t *testing.T) {
 	dsn := pgtest.DB(t)
-	open := func(name string) *PostgresStore {
-		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pg.Close)
-		return pg
-	}
-	a, b := open("eu-1"), open("eu-2")
+	a, b := openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-1"}), openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-2"})
 	ctx := context.Background()
 	t1, t2 := servedTable(t, 1, rollbackPolicy), servedTable(t, 2, rollbackPolicy)
 	t2other := servedTable(t, 2, strings.Replace(rollbackPolicy, `"echo"`, `"echo", "search"`, 1))
@@ -692,17 +695,10 @@ func TestSharedRollbackMark(t *testing.T) {
 // serial does not write the mark back to its older one.
 func TestSharedRollbackMarkFirstAcceptRace(t *testing.T) {
 	dsn := pgtest.DB(t)
-	open := func(name string) *PostgresStore {
-		// The older replica's transaction stays open while the newer
-		// one's waits: longer than the default timeout, on a loaded machine.
-		pg, err := OpenPostgres(context.Background(), PostgresOptions{DSN: dsn, Replica: name, Timeout: time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pg.Close)
-		return pg
-	}
-	older, newer := open("eu-1"), open("eu-2")
+	// The older replica's transaction stays open while the newer one's
+	// waits: longer than the default timeout, on a loaded machine.
+	older := openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-1", Timeout: time.Minute})
+	newer := openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-2", Timeout: time.Minute})
 	ctx := context.Background()
 	t1, t2 := servedTable(t, 1, rollbackPolicy), servedTable(t, 2, rollbackPolicy)
 	watch, err := pgx.Connect(ctx, dsn)

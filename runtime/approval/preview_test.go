@@ -165,6 +165,178 @@ func TestPreviewAdversarialKeys(t *testing.T) {
 	}
 }
 
+// Whatever the arguments, the preview is at most 2 KB, shows top-level
+// keys only, never more than 80 characters of a string, and nothing of a
+// nested value.
+func FuzzPreview(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":"b"}`, `{"a":[{"secret":"s"}],"b":{"c":"d"}}`, `{"x":"` + strings.Repeat("y", 300) + `"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var obj map[string]any
+		if json.Unmarshal(in, &obj) != nil || obj == nil {
+			if _, ok := NewPreview(in); ok && !json.Valid(in) {
+				t.Fatalf("preview of invalid JSON %q", in)
+			}
+			return
+		}
+		p, ok := NewPreview(in)
+		if !ok {
+			t.Fatalf("no preview of an object: %q", in)
+		}
+		if want := referencePreview(in); !reflect.DeepEqual(p, want) {
+			t.Fatalf("preview %+v, the reference's %+v", p, want)
+		}
+		enc, _ := json.Marshal(p)
+		if len(enc) > MaxPreviewBytes {
+			t.Fatalf("preview is %d bytes", len(enc))
+		}
+		if len(p.Fields)+p.Omitted != len(obj) {
+			t.Fatalf("%d fields + %d omitted for %d keys", len(p.Fields), p.Omitted, len(obj))
+		}
+		for _, fd := range p.Fields {
+			switch fd.Value[0] {
+			case '[':
+				if !strings.HasPrefix(fd.Value, "[array") && !strings.HasPrefix(fd.Value, "[empty") {
+					t.Fatalf("array shown as %q", fd.Value)
+				}
+			case '{':
+				if !strings.HasPrefix(fd.Value, "{object") && !strings.HasPrefix(fd.Value, "{empty") {
+					t.Fatalf("object shown as %q", fd.Value)
+				}
+			}
+			if fd.Value[0] == '"' {
+				q := fd.Value[:strings.LastIndex(fd.Value, `"`)+1]
+				var s string
+				if json.Unmarshal([]byte(q), &s) == nil && utf8.RuneCountInString(s) > PreviewChars {
+					t.Fatalf("string value longer than %d characters: %q", PreviewChars, fd.Value)
+				}
+			}
+		}
+	})
+}
+
+// Neutral reaches every text field of a request, nested ones included (a
+// field added later is caught here), and changes a copy: the request the
+// gate keeps, and its shared preview, stay as they were.
+func TestNeutralReachesEveryField(t *testing.T) {
+	const evil = "x\x1b[2K\r\n\u202e\u2066\x7f\u009b\u3164"
+	var r Request
+	fill(reflect.ValueOf(&r).Elem(), evil)
+	if r.Preview == nil || r.Decision == nil || r.Decision.Revoked == nil || r.Delivery == nil || len(r.Preview.Fields) == 0 {
+		t.Fatal("fill left a nested part out")
+	}
+	n := Neutral(r)
+	var strs []string
+	walkStrings(reflect.ValueOf(n), &strs)
+	if len(strs) < 25 {
+		t.Fatalf("only %d text fields found", len(strs))
+	}
+	for _, s := range strs {
+		if s != `x\x1b[2K\x0d\x0a\u202e\u2066\x7f\u009b\u3164` {
+			t.Fatalf("a field reads %q after Neutral", s)
+		}
+	}
+	var orig []string
+	walkStrings(reflect.ValueOf(r), &orig)
+	for _, s := range orig {
+		if s != evil {
+			t.Fatalf("Neutral changed the original: %q", s)
+		}
+	}
+	plain := Request{ID: "apr-aaaaaaaaaaaaaaaa", Client: "claude-code 2.1", Tool: "merge_pull_request"}
+	if n := Neutral(plain); !reflect.DeepEqual(n, plain) {
+		t.Fatalf("Neutral changed plain text: %+v", n)
+	}
+}
+
+// fill sets every string reachable from v to s, making pointers and one
+// element of each slice on the way.
+func fill(v reflect.Value, s string) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fill(v.Elem(), s)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i), s)
+			}
+		}
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0), s)
+	}
+}
+
+func walkStrings(v reflect.Value, out *[]string) {
+	switch v.Kind() {
+	case reflect.String:
+		*out = append(*out, v.String())
+	case reflect.Pointer:
+		if !v.IsNil() {
+			walkStrings(v.Elem(), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				walkStrings(v.Field(i), out)
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			walkStrings(v.Index(i), out)
+		}
+	}
+}
+
+// Arguments sent to crowd the preview cannot push a key's name out of it:
+// keys that sort first, with long values, get their values not shown
+// before a later key goes unnamed; a short value is shown all the same.
+func TestPreviewNamesFirst(t *testing.T) {
+	args := map[string]any{"command": "rm -rf /srv", "z": 1}
+	for i := range 30 {
+		args[fmt.Sprintf("a%02d", i)] = strings.Repeat("x", 80)
+	}
+	b, _ := json.Marshal(args)
+	p, ok := NewPreview(b)
+	if !ok {
+		t.Fatal("no preview")
+	}
+	enc, _ := json.Marshal(p)
+	if len(enc) > MaxPreviewBytes || p.Omitted != 0 || len(p.Fields) != 32 {
+		t.Fatalf("%d bytes, %d fields, %d omitted", len(enc), len(p.Fields), p.Omitted)
+	}
+	shown := map[string]string{}
+	hidden := 0
+	for _, f := range p.Fields {
+		shown[f.Key] = f.Value
+		if f.Value == NotShown {
+			hidden++
+		}
+	}
+	if shown["command"] != `"rm -rf /srv"` || shown["z"] != "1" {
+		t.Errorf("command %q, z %q", shown["command"], shown["z"])
+	}
+	if hidden == 0 || shown["a00"] != `"`+strings.Repeat("x", 80)+`"` {
+		t.Errorf("%d values not shown; a00 %q", hidden, shown["a00"])
+	}
+	// Past what even the names take, the rest are counted.
+	many := map[string]int{}
+	for i := range 100 {
+		many[fmt.Sprintf("key-%03d", i)] = i
+	}
+	b, _ = json.Marshal(many)
+	p, _ = NewPreview(b)
+	if p.Omitted == 0 || len(p.Fields)+p.Omitted != 100 || p.Fields[0].Value != "0" {
+		t.Errorf("%d fields, %d omitted, first %+v", len(p.Fields), p.Omitted, p.Fields[0])
+	}
+}
+
 // referencePreview is NewPreview measuring every key, however many: what
 // NewPreview's measuring only as many keys as can be shown must equal.
 func referencePreview(args []byte) *Preview {

@@ -13,8 +13,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/internal/gitsrc"
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 func init() { register(newBlameCmd) }
@@ -27,10 +31,13 @@ func newBlameCmd() *cobra.Command {
 		Short: "Show the rule that decides an item and the commit that introduced it",
 		Long: `Find who made a decision what it is: compile the policy at PATH as committed at
 REV (default HEAD; read from the git object store, never the work tree), ask
-it what it decides for one item, and blame the line of the deciding rule (or
-default): the commit that last changed that line, with its hash, author, date
-and subject. The governance ledger: who made this tool need approval, and
-when. Renames and moves of the policy files are followed.
+it what it decides for one item, and name the commit that made the deciding
+rule (or default) decide it, with its hash, author, date and subject. That is
+the commit that last changed the rule's line, unless the policy before it
+already decided the item by the same rule (another entry on that line changed,
+or the line moved): then the question is asked again there. The governance
+ledger: who made this tool need approval, and when. Renames and moves of the
+policy files are followed.
 
 PATH and --repo work as for policyc compile. When no line of the policy
 decides the item (the built-in deny, a ui:// resource off the allowlist),
@@ -100,7 +107,7 @@ Examples:
 					return failuref("%v", err)
 				}
 				b.Origin = path.Join(rel, file) + ":" + strconv.Itoa(line)
-				o, err := repo.BlameLine(commit, path.Join(rel, file), line)
+				o, err := introducedBy(repo, commit, rel, file, line, blameItem{item.principal, item.server, k, item.name}, d)
 				if err != nil {
 					return failuref("%v", err)
 				}
@@ -125,6 +132,72 @@ Examples:
 	f.StringVar(&rev, "rev", "HEAD", "the revision (`REV`) whose policy decides")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
 	return c
+}
+
+// maxBlameSteps bounds how many earlier commits introducedBy compiles.
+const maxBlameSteps = 64
+
+// introducedBy returns the commit that made d, the decision at commit c,
+// decide by its rule: the last change of the rule's line (file and line in
+// the policy at rel), or, when the policy at that change's first parent
+// decided the item by the same rule already, the same question asked
+// there. A parent whose policy does not read, compile or decide alike
+// ends the search at the change.
+func introducedBy(repo *gitsrc.Repo, c *object.Commit, rel, file string, line int, it blameItem, d decide.Decision) (*gitsrc.LineOrigin, error) {
+	o, err := repo.BlameLine(c, path.Join(rel, file), line)
+	if err != nil {
+		return nil, err
+	}
+	for range maxBlameSteps {
+		changed, err := repo.Git().CommitObject(o.Commit)
+		if err != nil || changed.NumParents() == 0 {
+			return o, nil
+		}
+		parent, err := changed.Parent(0)
+		if err != nil {
+			return o, nil
+		}
+		snap, err := repo.ReadCommit(parent, parent.Hash.String(), rel)
+		if err != nil {
+			return o, nil
+		}
+		res := compiler.Compile(compiler.Input{Files: snap.Files, Source: snap.Source, Serial: snap.Serial})
+		if res.Table == nil {
+			return o, nil
+		}
+		t, err := decide.LoadForInspection(res.Table)
+		if err != nil {
+			return o, nil
+		}
+		before := t.Decide(it.principal, it.server, it.kind, it.name)
+		if !sameDecider(d, before) {
+			return o, nil
+		}
+		file, line, err := splitOrigin(before.Origin)
+		if err != nil {
+			return o, nil
+		}
+		if o, err = repo.BlameLine(parent, path.Join(rel, file), line); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// blameItem is the item blame asks about.
+type blameItem struct {
+	principal, server string
+	kind              table.Kind
+	name              string
+}
+
+// sameDecider tells whether a and b are one decision by one rule (or
+// default) of the same scope.
+func sameDecider(a, b decide.Decision) bool {
+	if a.Effect != b.Effect || a.Reason != b.Reason || a.Scope != b.Scope || (a.Rule == nil) != (b.Rule == nil) || b.Origin == "" {
+		return false
+	}
+	return a.Rule == nil || a.Rule.Effect == b.Rule.Effect && a.Rule.Pattern == b.Rule.Pattern
 }
 
 type blameRule struct {

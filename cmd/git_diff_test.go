@@ -178,3 +178,40 @@ func TestBlame(t *testing.T) {
 		t.Errorf("not a repository: %s", stderr)
 	}
 }
+
+// A rule's line changed for another entry, or reformatted, is not where
+// the rule came from: blame names the commit that made the rule decide.
+func TestBlameSharedLine(t *testing.T) {
+	g, _, c2 := policyRepo(t)
+	policy := filepath.Join(g.Dir, "policy")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "create_issue"]`, 1))
+	c3 := g.Commit("Hold create_issue too")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, "approval_list: [\n\t\t\"save_issue\",\n\t\t\"create_issue\",\n\t]", 1))
+	g.Commit("One entry a line")
+	blame := func(name string) blameResult {
+		t.Helper()
+		stdout, _ := mustRun(t, 0, "blame", "--server", "linear", "--name", name, policy, "--format", "json")
+		var b blameResult
+		if err := json.Unmarshal([]byte(stdout), &b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := blame("save_issue"); b.Introduced == nil || b.Introduced.Hash != c2.String() || b.Introduced.Author != "Bob Example" || b.Origin != "policy/linear.cue:9" {
+		t.Errorf("save_issue: %+v %+v", b, b.Introduced)
+	}
+	if b := blame("create_issue"); b.Introduced == nil || b.Introduced.Hash != c3.String() || b.Origin != "policy/linear.cue:10" {
+		t.Errorf("create_issue: %+v %+v", b, b.Introduced)
+	}
+	// Made to decide otherwise and back: the commit that brought it back.
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["create_issue"]`, 1))
+	g.Commit("Let save_issue through")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["create_issue", "save_issue"]`, 1))
+	c6 := g.CommitAs(gittest.Bob, "Hold save_issue again")
+	if b := blame("save_issue"); b.Introduced == nil || b.Introduced.Hash != c6.String() {
+		t.Errorf("save_issue, held again: %+v", b.Introduced)
+	}
+	if b := blame("create_issue"); b.Introduced == nil || b.Introduced.Hash != c3.String() {
+		t.Errorf("create_issue, after save_issue came and went: %+v", b.Introduced)
+	}
+}

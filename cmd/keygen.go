@@ -41,6 +41,11 @@ Examples:
 			if out == "" {
 				return usageErrorf("-o/--output NAME is required: keygen writes NAME.key and NAME.pub (see 'policyc keygen --help')")
 			}
+			// "-" means standard output elsewhere; keygen writes two
+			// files, and a private key is not printed.
+			if out == "-" {
+				return usageErrorf("-o - would name the key files -.key and -.pub: keygen writes two files and never prints a private key; give a NAME, e.g. -o ci")
+			}
 			// NAME is a path without the extension: a directory (keys/)
 			// would give hidden files named only by it (keys/.key).
 			if base := filepath.Base(out); os.IsPathSeparator(out[len(out)-1]) || base == "." || base == ".." {

@@ -406,7 +406,7 @@ func (g *Gateway) checkApprovals(t *decide.Table) error {
 	if len(list) > 3 {
 		list = append(list[:3:3], fmt.Sprintf("and %d more", len(found)-3))
 	}
-	return fmt.Errorf("%w: table serial %d holds tool calls for approval (%s), but no approval gate is configured, so a held call could never be decided; serve a table without approval_list entries for these servers, or configure an approval gate",
+	return fmt.Errorf("%w: table serial %d holds tool calls for approval (%s), but no approval gate is configured, so a held call could never be decided; serve a table without approval_list entries for these servers, or add an approval gate to the gateway configuration, at the least approvals: admin: {address: \"127.0.0.1:8443\", approvers: NAME: token_sha256: [\"<sha256 of the approver's token>\"]} (docs/approvals.md#configuration; examples/team/gateway/gateway.cue has one)",
 		ErrApprovalsWithoutGate, t.Serial(), strings.Join(list, "; "))
 }
 

@@ -10,8 +10,8 @@ func init() { register(newSchemaCmd) }
 
 func newSchemaCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema [policy|gateway|lint]",
-		Short: "Print the embedded CUE schema of a policy, a gateway configuration or a lint configuration",
+		Use:   "schema [policy|gateway|lint|test]",
+		Short: "Print the embedded CUE schema of a policy, a gateway configuration, a lint configuration or policy tests",
 		Long: `Print the CUE schema an input is checked against: the policy (the default;
 #Policy is the whole policy), the gateway configuration (#Gateway, read by
 policyc gateway --config), the lint configuration (#LintConfig, policyc.cue) or

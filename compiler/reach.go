@@ -129,6 +129,9 @@ func AnalyzeReach(p *Policy, opts ReachOptions) *ReachResult {
 
 type effect uint8
 
+// effectDone says what an effect makes of a name.
+var effectDone = [...]string{effDeny: "denied", effApprove: "held for approval", effAllow: "allowed"}
+
 const (
 	effDeny effect = iota
 	effApprove
@@ -1006,8 +1009,14 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		return rr
 	}
 	if first := seen[r.entry.Pattern]; first != nil {
+		hint := "remove the duplicate"
+		if first.list != r.list {
+			// Which copy goes decides what the names become.
+			hint = fmt.Sprintf("remove it from %s, where it decides nothing; if these names should be %s, remove it from %s instead",
+				r.list.Key, effectDone[r.eff], first.list.Key)
+		}
 		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %s is already listed at %s (%s): this entry never decides any name",
-			r.path, clip.Quote(r.entry.Pattern), first.path, first.entry.Pos), "remove the duplicate")
+			r.path, clip.Quote(r.entry.Pattern), first.path, first.entry.Pos), hint)
 		return rr
 	}
 	if len(servers) == 0 || len(classes) == 0 {

@@ -285,13 +285,16 @@ func (c *compilation) check(p *Policy) {
 		return !ok || ch.ReachesHuman
 	}
 	served := map[string]bool{}
+	// channelOf is the approval channel a server's tool calls go to, nil
+	// when none is set.
+	channelOf := map[string]*Setting{}
 	for _, name := range slices.Sorted(maps.Keys(p.Servers)) {
 		s := p.Servers[name]
 		ch := globalChannel
 		if tool := s.Access[table.Tool.String()]; tool != nil && tool.Channel != nil {
 			ch = tool.Channel
 		}
-		served[name] = reaches(ch)
+		served[name], channelOf[name] = reaches(ch), ch
 		if s.UI == nil || len(s.UI.Allow) == 0 {
 			continue
 		}
@@ -319,6 +322,16 @@ func (c *compilation) check(p *Policy) {
 			}
 		}
 		if len(unserved) == 0 {
+			return
+		}
+		if ch := channelOf[unserved[0]]; len(unserved) == 1 && ch != nil {
+			// The channel is set, to one nobody reads: name it.
+			def := p.Channels[ch.Value]
+			c.add(Diagnostic{Pos: a.Approval.Pos, Code: CodeApprovalNoHuman, Severity: Error, Path: a.Approval.Path,
+				Message: fmt.Sprintf("%s: calls would be held for approval, but server %s's approval_channel %s (%s) is a %s without reaches_human: true, so no one could ever approve them",
+					a.Approval.Path, clip.Quote(unserved[0]), clip.Quote(ch.Value), ch.Pos, def.Kind),
+				Suggestion: fmt.Sprintf("if a person answers channel %s, add reaches_human: true to approval_channels.%s (%s); otherwise set approval_channel to a channel that reaches a human, such as approvals_page: {}",
+					clip.Quote(ch.Value), ch.Value, def.Pos)})
 			return
 		}
 		c.add(Diagnostic{Pos: a.Approval.Pos, Code: CodeApprovalNoHuman, Severity: Error, Path: a.Approval.Path,

@@ -81,3 +81,24 @@ func TestCUEConflictValuesWithAnd(t *testing.T) {
 	}
 	t.Fatalf("no conflict in %v", err)
 }
+
+// A number past a numeric bound is worded as the limit and what to write;
+// other bounds are left to their own wording.
+func TestNumberBound(t *testing.T) {
+	for _, tc := range []struct{ value, bound, msg, suggestion string }{
+		{"100000", "<=86400", "p: 100000 is more than 86400, the most allowed", "write at most 86400"},
+		{"-1", ">=0", "p: -1 is less than 0, the least allowed", "write at least 0"},
+		{"0", ">0", "p: 0 is too small: it must be more than 0", "write a number more than 0"},
+		{"2.5", "<1.5", "p: 2.5 is too large: it must be less than 1.5", "write a number less than 1.5"},
+	} {
+		msg, s, ok := numberBound("p", tc.value, tc.bound)
+		if !ok || msg != tc.msg || s != tc.suggestion {
+			t.Errorf("%s %s: %q, %q, %v", tc.value, tc.bound, msg, s, ok)
+		}
+	}
+	for _, tc := range [][2]string{{`"x"`, `=~"^a"`}, {`""`, `!=""`}, {`"a"`, `<="b"`}} {
+		if msg, _, ok := numberBound("p", tc[0], tc[1]); ok {
+			t.Errorf("%s %s worded as %q", tc[0], tc[1], msg)
+		}
+	}
+}

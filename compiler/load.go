@@ -392,6 +392,11 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			if bound, ok := cm.outOfBound(); ok && strings.HasPrefix(bound, `=~"^[A-Za-z0-9]`) {
 				d.Suggestion = nameRule
 			}
+			if value, bound, ok := d.CUE.OutOfBound(); ok {
+				if m, s, ok := numberBound(dotted, value, bound); ok {
+					d.Message, d.Suggestion = m, s
+				}
+			}
 			if cm.unresolved() {
 				d.Suggestion = "check the name, or define it in a file of the package"
 			}
@@ -1219,4 +1224,29 @@ func (c *compilation) knownKeys(schema cue.Value) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// numberBound words CUE's refusal of a number out of a numeric bound
+// ("invalid value 100000 (out of bound <=86400)") as the limit it passed
+// and what to write instead.
+func numberBound(path, value, bound string) (msg, suggestion string, ok bool) {
+	op := strings.TrimRight(bound, "0123456789.-e+")
+	limit := bound[len(op):]
+	if _, err := strconv.ParseFloat(limit, 64); err != nil {
+		return "", "", false
+	}
+	if _, err := strconv.ParseFloat(value, 64); err != nil {
+		return "", "", false
+	}
+	switch op {
+	case "<=":
+		return fmt.Sprintf("%s: %s is more than %s, the most allowed", path, value, limit), "write at most " + limit, true
+	case ">=":
+		return fmt.Sprintf("%s: %s is less than %s, the least allowed", path, value, limit), "write at least " + limit, true
+	case "<":
+		return fmt.Sprintf("%s: %s is too large: it must be less than %s", path, value, limit), "write a number less than " + limit, true
+	case ">":
+		return fmt.Sprintf("%s: %s is too small: it must be more than %s", path, value, limit), "write a number more than " + limit, true
+	}
+	return "", "", false
 }

@@ -26,8 +26,9 @@ func init() { register(newBlameCmd) }
 func newBlameCmd() *cobra.Command {
 	var item itemFlags
 	var rev, repoDir string
+	var groups []string
 	c := &cobra.Command{
-		Use:   "blame --server SERVER --kind KIND --name NAME [--rev REV] [PATH]",
+		Use:   "blame --server SERVER [--kind KIND] --name NAME [--principal P [--groups GROUPS]] [--rev REV] [PATH]",
 		Short: "Show the rule that decides an item and the commit that introduced it",
 		Long: `Find who made a decision what it is: compile the policy at PATH as committed at
 REV (default HEAD; read from the git object store, never the work tree), ask
@@ -50,7 +51,8 @@ name; 3 the tool failed.
 Examples:
   policyc blame --server linear --kind tool --name save_issue policy
   policyc blame --server github --kind tool --name merge_pull_request --rev v1.4.0
-  policyc blame --server github --kind resource --name repo://acme/app --principal alice --format json`,
+  policyc blame --server github --kind resource --name repo://acme/app --principal alice --format json
+  policyc blame --server github --name merge_pull_request --principal dave@example.com --groups contractors`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			k, err := item.check(c)
@@ -92,10 +94,16 @@ Examples:
 				return usageErrorf("server %q is not in the policy at %s (%s): every item of it is denied and no line decides it%s; servers: %s",
 					item.server, rev, rel, hint, strings.Join(names, ", "))
 			}
-			notePrincipal(c.ErrOrStderr(), res.Table, item.principal)
-			d := t.Decide(item.principal, item.server, k, item.name)
+			who, err := askerWithGroups(res.Table, item.principal, groups)
+			if err != nil {
+				return err
+			}
+			if len(groups) == 0 {
+				notePrincipal(c.ErrOrStderr(), res.Table, item.principal)
+			}
+			d := t.Decide(who, item.server, k, item.name)
 			b := blameResult{
-				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Server: item.server, Kind: item.kind, Name: item.name,
+				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Groups: groups, Server: item.server, Kind: item.kind, Name: item.name,
 				Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope,
 			}
 			if d.Rule != nil {
@@ -107,7 +115,7 @@ Examples:
 					return failuref("%v", err)
 				}
 				b.Origin = path.Join(rel, file) + ":" + strconv.Itoa(line)
-				o, err := introducedBy(repo, commit, rel, file, line, blameItem{item.principal, item.server, k, item.name}, d)
+				o, err := introducedBy(repo, commit, rel, file, line, blameItem{who, item.server, k, item.name}, d)
 				if err != nil {
 					return failuref("%v", err)
 				}
@@ -131,6 +139,7 @@ Examples:
 	item.add(f)
 	f.StringVar(&rev, "rev", "HEAD", "the revision (`REV`) whose policy decides")
 	f.StringVar(&repoDir, "repo", "", "the git repository (`DIR`); PATH is then relative to its root")
+	f.StringSliceVar(&groups, "groups", nil, "the `GROUPS` (comma-separated) the asker is in by its access token, as the gateway maps them")
 	return c
 }
 
@@ -217,6 +226,7 @@ type blameResult struct {
 	Rev       string     `json:"rev"`
 	Commit    string     `json:"commit"`
 	Principal string     `json:"principal"`
+	Groups    []string   `json:"groups,omitempty"`
 	Server    string     `json:"server"`
 	Kind      string     `json:"kind"`
 	Name      string     `json:"name"`
@@ -248,6 +258,9 @@ func writeBlameText(w io.Writer, b blameResult) {
 	who := b.Principal
 	if who == "" {
 		who = "(any principal)"
+	}
+	if len(b.Groups) > 0 {
+		who += " (groups " + strings.Join(b.Groups, ", ") + ")"
 	}
 	fmt.Fprintf(w, "%s %s %q on %s for %s at %s (commit %s)\n", b.Decision, b.Kind, b.Name, b.Server, who, b.Rev, b.Commit[:12])
 	scope := ""

@@ -215,3 +215,26 @@ func TestBlameSharedLine(t *testing.T) {
 		t.Errorf("create_issue, after save_issue came and went: %+v", b.Introduced)
 	}
 }
+
+// --groups asks for a principal in groups by its token, as explain does:
+// the group's narrowing rule decides, and its commit is named.
+func TestBlameGroups(t *testing.T) {
+	g, _, _ := policyRepo(t)
+	policy := filepath.Join(g.Dir, "policy")
+	g.Write("policy/groups.cue", "package policy\n\ngroups: contractors: {\n\tmembers: [\"erin\"]\n\tmcp_servers: linear: access: tool: deny_list: [\"get_*\"]\n}\n")
+	c3 := g.CommitAs(gittest.Bob, "Contractors read no issues")
+	stdout, _ := mustRun(t, 0, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", "--groups", "contractors", policy)
+	for _, s := range []string{`deny tool "get_issue" on linear for dave (groups contractors)`, `deny_list "get_*" (group:contractors scope) at policy/groups.cue:5`, "introduced: " + c3.String()[:12]} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("blame --groups lacks %q:\n%s", s, stdout)
+		}
+	}
+	stdout, _ = mustRun(t, 0, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", policy)
+	if !strings.Contains(stdout, `allow tool "get_issue" on linear for dave`) {
+		t.Errorf("without --groups:\n%s", stdout)
+	}
+	_, stderr := mustRun(t, ExitUsage, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", "--groups", "contractor", policy)
+	if !strings.Contains(stderr, `--groups: "contractor" is not a group of the table`) {
+		t.Errorf("unknown group: %s", stderr)
+	}
+}

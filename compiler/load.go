@@ -17,6 +17,7 @@ import (
 	"cuelang.org/go/cue/build"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/scanner"
 	"cuelang.org/go/cue/token"
 
 	"github.com/policyc/policyc/internal/clip"
@@ -104,16 +105,7 @@ func (c *compilation) parseFiles(files []File) *parsed {
 		}
 		tree, err := parser.ParseFile(f.Name, f.Data, parser.ParseComments)
 		if err != nil {
-			// One problem per place: the scanner reports a NUL outside
-			// a string twice ("NUL", then "U+0000").
-			at := map[Position]bool{}
-			for _, e := range cueerrors.Errors(err) {
-				format, args := e.Msg()
-				if pos := posOf(e.Position()); !at[pos] {
-					at[pos] = true
-					c.add(Diagnostic{Pos: pos, Code: CodeSyntax, Severity: Error, Message: fmt.Sprintf(format, args...)})
-				}
-			}
+			c.add(syntaxError(f, cueerrors.Errors(err)))
 			continue
 		}
 		if name := tree.PackageName(); name != c.pkg {
@@ -136,6 +128,74 @@ func (c *compilation) parseFiles(files []File) *parsed {
 		p.sources[f.Name] = f.Data
 	}
 	return p
+}
+
+// syntaxError is the diagnostic of a file CUE cannot parse: its first
+// error alone (the parser's later ones mostly follow from it, as a list
+// left open makes every line after it wrong), saying how many others
+// there are and, where a bracket is still open at the error, which one.
+func syntaxError(f File, errs []cueerrors.Error) Diagnostic {
+	if len(errs) == 0 {
+		return Diagnostic{Pos: Position{File: f.Name}, Code: CodeSyntax, Severity: Error, Message: "the file does not parse as CUE"}
+	}
+	slices.SortStableFunc(errs, func(a, b cueerrors.Error) int { return a.Position().Offset() - b.Position().Offset() })
+	first := errs[0]
+	format, args := first.Msg()
+	d := Diagnostic{Pos: posOf(first.Position()), Code: CodeSyntax, Severity: Error, Message: fmt.Sprintf(format, args...)}
+	var hints []string
+	if open, ok := openBracket(f, first.Position().Offset()); ok {
+		what := map[token.Token]string{token.LBRACK: "list", token.LBRACE: "struct", token.LPAREN: "parenthesis"}[open.tok]
+		hints = append(hints, fmt.Sprintf("the %s opened at %d:%d is still open here: if it should end before this, close it with %s", what, open.pos.Line, open.pos.Column, closing[open.tok]))
+	}
+	// One problem per place: the scanner reports a NUL outside a string
+	// twice ("NUL", then "U+0000").
+	others := map[Position]bool{d.Pos: true}
+	for _, e := range errs[1:] {
+		others[posOf(e.Position())] = true
+	}
+	switch n := len(others) - 1; {
+	case n == 1:
+		hints = append(hints, "the 1 more syntax error after it may follow from this one: fix it and check again")
+	case n > 1:
+		hints = append(hints, fmt.Sprintf("the %d more syntax errors after it may follow from this one: fix it and check again", n))
+	}
+	d.Suggestion = strings.Join(hints, "; ")
+	return d
+}
+
+var closing = map[token.Token]string{token.LBRACK: "]", token.LBRACE: "}", token.LPAREN: ")"}
+
+// bracket is an opening bracket and where it is.
+type bracket struct {
+	tok token.Token
+	pos token.Position
+}
+
+// openBracket returns the innermost bracket still open at offset off of
+// f, by CUE's own scanner (so brackets in strings and comments do not
+// count).
+func openBracket(f File, off int) (bracket, bool) {
+	var sc scanner.Scanner
+	sc.Init(token.NewFile(f.Name, -1, len(f.Data)), f.Data, nil, scanner.ScanComments)
+	var stack []bracket
+	for {
+		pos, tok, _ := sc.Scan()
+		if tok == token.EOF || pos.Offset() >= off {
+			break
+		}
+		switch tok {
+		case token.LBRACK, token.LBRACE, token.LPAREN:
+			stack = append(stack, bracket{tok, pos.Position()})
+		case token.RBRACK, token.RBRACE, token.RPAREN:
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		}
+	}
+	if len(stack) == 0 {
+		return bracket{}, false
+	}
+	return stack[len(stack)-1], true
 }
 
 func invalidUTF8Pos(f File) Position {

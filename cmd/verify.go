@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ func init() { register(newVerifyCmd) }
 
 func newVerifyCmd() *cobra.Command {
 	var trustFiles []string
-	var at, stateDir, out string
+	var at, stateDir, out, format string
 	c := &cobra.Command{
 		Use:   "verify SIGNED --trust KEY.pub [--trust KEY.pub ...]",
 		Short: "Check a signed decision table exactly as a gateway does before loading it",
@@ -47,15 +48,20 @@ that is not a valid table, or an unreadable state file, is a failure (3).
 With --state DIR, verify also keeps the serial of the last accepted table in
 DIR, as a gateway does (docs/signing.md); without it there is no rollback
 check. With -o, the verified table is written out (bare, for the tools that
-read tables), only after every check passed.
+read tables), only after every check passed. --format json prints what was
+verified as one JSON object; a refusal is on standard error either way.
 
 Examples:
   policyc verify table.signed.json --trust ci.pub
   policyc verify table.signed.json --trust old.pub --trust new.pub
   policyc verify table.signed.json --trust ci.pub --at 2026-07-01T00:00:00Z
-  policyc verify table.signed.json --trust ci.pub --state /var/lib/policyc -o table.json`,
+  policyc verify table.signed.json --trust ci.pub --state /var/lib/policyc -o table.json
+  policyc verify table.signed.json --trust ci.pub --format json | jq .serial`,
 		Args: argsRange(1, 1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkFormat(format, "text", "json"); err != nil {
+				return err
+			}
 			if len(trustFiles) == 0 {
 				return usageErrorf("--trust KEY.pub is required: a table is only as good as the key that signed it (see 'policyc verify --help')")
 			}
@@ -92,6 +98,9 @@ Examples:
 					return nil
 				}
 			}
+			if format == "json" {
+				return writeVerifiedJSON(c.OutOrStdout(), args[0], t, v, names, stateDir)
+			}
 			writeVerified(c.OutOrStdout(), args[0], t, v, names, stateDir)
 			return nil
 		},
@@ -101,6 +110,7 @@ Examples:
 	f.StringVar(&at, "at", "", "check expiry at `TIME` (RFC 3339) instead of now")
 	f.StringVar(&stateDir, "state", "", "keep the last accepted serial in `DIR` and refuse older tables, as a gateway does")
 	addOutputFlag(f, &out, "", "the bare table, once verified, to `FILE` (- for standard output)")
+	addFormatFlag(f, &format, "text", "json")
 	return c
 }
 
@@ -183,4 +193,58 @@ func writeVerified(w io.Writer, name string, t *decide.Table, v *decide.Verified
 			fmt.Fprintf(w, "  state:     accepted; first table recorded in %s\n", stateDir)
 		}
 	}
+}
+
+// verifiedJSON is what verify --format json prints.
+type verifiedJSON struct {
+	File     string         `json:"file"`
+	Digest   string         `json:"digest"`
+	Serial   uint64         `json:"serial"`
+	Source   verifiedSource `json:"source"`
+	Expires  *string        `json:"expires"`
+	SignedBy []verifiedKey  `json:"signed_by"`
+	// State is set with --state.
+	State *verifiedState `json:"state,omitempty"`
+}
+
+type verifiedSource struct {
+	PolicyPath string `json:"policy_path"`
+	Commit     string `json:"commit,omitempty"`
+	Repository string `json:"repository,omitempty"`
+	Dirty      bool   `json:"dirty,omitempty"`
+}
+
+type verifiedKey struct {
+	KeyID string `json:"keyid"`
+	Trust string `json:"trust"`
+}
+
+type verifiedState struct {
+	Dir string `json:"dir"`
+	// LastSerial is the serial accepted before, absent for the first.
+	LastSerial *uint64 `json:"last_serial"`
+}
+
+func writeVerifiedJSON(w io.Writer, name string, t *decide.Table, v *decide.Verified, names map[string]string, stateDir string) error {
+	src := t.Source().Source
+	out := verifiedJSON{File: name, Digest: v.Digest, Serial: v.Serial, SignedBy: []verifiedKey{},
+		Source: verifiedSource{PolicyPath: src.PolicyPath, Commit: src.Commit, Repository: src.Repository, Dirty: src.Dirty}}
+	if !v.Expires.IsZero() {
+		e := v.Expires.UTC().Format(time.RFC3339)
+		out.Expires = &e
+	}
+	for _, id := range v.KeyIDs {
+		out.SignedBy = append(out.SignedBy, verifiedKey{KeyID: id, Trust: names[id]})
+	}
+	if stateDir != "" {
+		out.State = &verifiedState{Dir: stateDir}
+		if v.HadState {
+			last := v.LastSerial
+			out.State.LastSerial = &last
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
 }

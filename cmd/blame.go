@@ -18,6 +18,7 @@ import (
 	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/internal/gitsrc"
 	"github.com/policyc/policyc/runtime/decide"
+	"github.com/policyc/policyc/runtime/principal"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -102,8 +103,12 @@ Examples:
 				notePrincipal(c.ErrOrStderr(), res.Table, item.principal)
 			}
 			d := t.Decide(who, item.server, k, item.name)
+			var shownGroups []string
+			if g := principal.Groups(who); g != "" {
+				shownGroups = strings.Split(g, ",") // as the lookup reads them
+			}
 			b := blameResult{
-				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Groups: groups, Server: item.server, Kind: item.kind, Name: item.name,
+				Rev: rev, Commit: commit.Hash.String(), Principal: item.principal, Groups: shownGroups, Server: item.server, Kind: item.kind, Name: item.name,
 				Decision: d.Effect.String(), Reason: d.Reason.String(), Scope: d.Scope,
 			}
 			if d.Rule != nil {

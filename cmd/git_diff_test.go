@@ -229,6 +229,11 @@ func TestBlameGroups(t *testing.T) {
 			t.Errorf("blame --groups lacks %q:\n%s", s, stdout)
 		}
 	}
+	// The groups as the lookup reads them, not as typed.
+	stdout, _ = mustRun(t, 0, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", "--groups", " contractors,contractors", policy)
+	if !strings.Contains(stdout, `for dave (groups contractors) at HEAD`) {
+		t.Errorf("blame --groups as typed:\n%s", stdout)
+	}
 	stdout, _ = mustRun(t, 0, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", policy)
 	if !strings.Contains(stdout, `allow tool "get_issue" on linear for dave`) {
 		t.Errorf("without --groups:\n%s", stdout)

@@ -62,6 +62,9 @@ Examples:
 			if err := checkFormat(format, "text", "json"); err != nil {
 				return err
 			}
+			if format == "json" && out == "-" {
+				return usageErrorf("--format json and -o - would both write to standard output: give -o a file")
+			}
 			if len(trustFiles) == 0 {
 				return usageErrorf("--trust KEY.pub is required: a table is only as good as the key that signed it (see 'policyc verify --help')")
 			}

@@ -324,13 +324,14 @@ func (c *compilation) check(p *Policy) {
 		if len(unserved) == 0 {
 			return
 		}
-		if ch := channelOf[unserved[0]]; len(unserved) == 1 && ch != nil {
-			// The channel is set, to one nobody reads: name it.
+		if ch := channelOf[unserved[0]]; len(unserved) == 1 && ch != nil && p.Channels[ch.Value].Kind != "" {
+			// The channel is set, to one of a kind, that is not marked
+			// as reaching a human: name it.
 			def := p.Channels[ch.Value]
 			c.add(Diagnostic{Pos: a.Approval.Pos, Code: CodeApprovalNoHuman, Severity: Error, Path: a.Approval.Path,
-				Message: fmt.Sprintf("%s: calls would be held for approval, but server %s's approval_channel %s (%s) is a %s without reaches_human: true, so no one could ever approve them",
+				Message: fmt.Sprintf("%s: calls would be held for approval, but server %s's approval_channel %s (%s), of kind %s, does not have reaches_human: true, so no one could ever approve them",
 					a.Approval.Path, clip.Quote(unserved[0]), clip.Quote(ch.Value), ch.Pos, def.Kind),
-				Suggestion: fmt.Sprintf("if a person answers channel %s, add reaches_human: true to approval_channels.%s (%s); otherwise set approval_channel to a channel that reaches a human, such as approvals_page: {}",
+				Suggestion: fmt.Sprintf("if a person answers channel %s, set reaches_human: true in approval_channels.%s (%s); otherwise set approval_channel to a channel that reaches a human, such as approvals_page: {}",
 					clip.Quote(ch.Value), ch.Value, def.Pos)})
 			return
 		}

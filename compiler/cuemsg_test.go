@@ -90,6 +90,8 @@ func TestNumberBound(t *testing.T) {
 		{"-1", ">=0", "p: -1 is less than 0, the least allowed", "write at least 0"},
 		{"0", ">0", "p: 0 is too small: it must be more than 0", "write a number more than 0"},
 		{"2.5", "<1.5", "p: 2.5 is too large: it must be less than 1.5", "write a number less than 1.5"},
+		{"5000", "<=1E+3", "p: 5000 is more than 1E+3, the most allowed", "write at most 1E+3"},
+		{"-2", ">=-1", "p: -2 is less than -1, the least allowed", "write at least -1"},
 	} {
 		msg, s, ok := numberBound("p", tc.value, tc.bound)
 		if !ok || msg != tc.msg || s != tc.suggestion {

@@ -1290,7 +1290,7 @@ func (c *compilation) knownKeys(schema cue.Value) []string {
 // ("invalid value 100000 (out of bound <=86400)") as the limit it passed
 // and what to write instead.
 func numberBound(path, value, bound string) (msg, suggestion string, ok bool) {
-	op := strings.TrimRight(bound, "0123456789.-e+")
+	op := strings.TrimRight(bound, "0123456789.-+eE")
 	limit := bound[len(op):]
 	if _, err := strconv.ParseFloat(limit, 64); err != nil {
 		return "", "", false

@@ -129,8 +129,6 @@ func AnalyzeReach(p *Policy, opts ReachOptions) *ReachResult {
 
 type effect uint8
 
-// effectDone says what an effect makes of a name.
-var effectDone = [...]string{effDeny: "denied", effApprove: "held for approval", effAllow: "allowed"}
 
 const (
 	effDeny effect = iota
@@ -1011,9 +1009,11 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 	if first := seen[r.entry.Pattern]; first != nil {
 		hint := "remove the duplicate"
 		if first.list != r.list {
-			// Which copy goes decides what the names become.
-			hint = fmt.Sprintf("remove it from %s, where it decides nothing; if these names should be %s, remove it from %s instead",
-				r.list.Key, effectDone[r.eff], first.list.Key)
+			// Removing the dead copy keeps every decision; removing the
+			// other may hand the names to a third list, or to another
+			// scope, so no outcome is promised for it.
+			hint = fmt.Sprintf("remove it from %s, where it decides nothing: %s decides these names, and removing it there instead changes what they get",
+				r.list.Key, first.list.Key)
 		}
 		a.add(r, CodeDuplicatePattern, fmt.Sprintf("%s: %s is already listed at %s (%s): this entry never decides any name",
 			r.path, clip.Quote(r.entry.Pattern), first.path, first.entry.Pos), hint)

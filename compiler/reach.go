@@ -129,7 +129,6 @@ func AnalyzeReach(p *Policy, opts ReachOptions) *ReachResult {
 
 type effect uint8
 
-
 const (
 	effDeny effect = iota
 	effApprove

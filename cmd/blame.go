@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -120,10 +122,11 @@ Examples:
 					return failuref("%v", err)
 				}
 				b.Origin = path.Join(rel, file) + ":" + strconv.Itoa(line)
-				o, err := introducedBy(repo, commit, rel, file, line, blameItem{who, item.server, k, item.name}, d)
+				o, stopped, err := introducedBy(repo, commit, rel, file, line, blameItem{who, item.server, k, item.name}, d)
 				if err != nil {
 					return failuref("%v", err)
 				}
+				b.Stopped = stopped
 				b.Line = o.Text
 				b.Introduced = &blameCommit{
 					Hash: o.Commit.String(), Author: o.AuthorName, Email: o.AuthorEmail,
@@ -153,49 +156,167 @@ const maxBlameSteps = 64
 
 // introducedBy returns the commit that made d, the decision at commit c,
 // decide by its rule: the last change of the rule's line (file and line in
-// the policy at rel), or, when the policy at that change's first parent
-// decided the item by the same rule already, the same question asked
-// there. A parent whose policy does not read, compile or decide alike
-// ends the search at the change.
-func introducedBy(repo *gitsrc.Repo, c *object.Commit, rel, file string, line int, it blameItem, d decide.Decision) (*gitsrc.LineOrigin, error) {
+// the policy at rel), or, when the policy at a parent of that change (any
+// parent, for a merge) decided the item by the same rule already, the
+// same question asked there. It also returns, when the search stopped
+// before it could tell (the policy path is not in a parent, a parent's
+// policy does not compile, the step bound), why: the rule may then be
+// older than the commit named.
+func introducedBy(repo *gitsrc.Repo, c *object.Commit, rel, file string, line int, it blameItem, d decide.Decision) (*gitsrc.LineOrigin, string, error) {
 	o, err := repo.BlameLine(c, path.Join(rel, file), line)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	cur, dir := c, rel // a commit the search is at, and the policy's directory in it
 	for range maxBlameSteps {
 		changed, err := repo.Git().CommitObject(o.Commit)
-		if err != nil || changed.NumParents() == 0 {
-			return o, nil
-		}
-		parent, err := changed.Parent(0)
 		if err != nil {
-			return o, nil
+			return o, fmt.Sprintf("commit %s cannot be read", o.Commit.String()[:12]), nil
 		}
-		snap, err := repo.ReadCommit(parent, parent.Hash.String(), rel)
+		if _, err := repo.Tree(changed, "", dir); err != nil {
+			// The line's blame followed a move the search has not seen:
+			// where was the policy in that commit?
+			if moved, ok := dirIn(repo, cur, dir, changed); ok {
+				dir = moved
+			}
+		}
+		cur = changed
+		var next *object.Commit
+		var nextDir, nextOrigin, stopped string
+		for n := range changed.NumParents() {
+			parent, err := changed.Parent(n)
+			if err != nil {
+				stopped = fmt.Sprintf("the parent of %s is not in this clone (shallow?)", o.Commit.String()[:12])
+				continue
+			}
+			at := dir
+			before, why := decideAt(repo, parent, at, it)
+			if errors.Is(why, errNoPolicyPath) {
+				// A move of the policy takes no credit: ask where its
+				// files were in the parent.
+				if from, ok := movedFrom(parent, changed, dir); ok {
+					at = from
+					before, why = decideAt(repo, parent, at, it)
+				}
+			}
+			if why != nil {
+				stopped = why.Error()
+				continue
+			}
+			if sameDecider(d, before) {
+				next, nextDir, nextOrigin = parent, at, before.Origin
+				break
+			}
+		}
+		if next == nil {
+			return o, stopped, nil
+		}
+		file, line, err := splitOrigin(nextOrigin)
 		if err != nil {
-			return o, nil
+			return o, "", nil
 		}
-		res := compiler.Compile(compiler.Input{Files: snap.Files, Source: snap.Source, Serial: snap.Serial})
-		if res.Table == nil {
-			return o, nil
-		}
-		t, err := decide.LoadForInspection(res.Table)
-		if err != nil {
-			return o, nil
-		}
-		before := t.Decide(it.principal, it.server, it.kind, it.name)
-		if !sameDecider(d, before) {
-			return o, nil
-		}
-		file, line, err := splitOrigin(before.Origin)
-		if err != nil {
-			return o, nil
-		}
-		if o, err = repo.BlameLine(parent, path.Join(rel, file), line); err != nil {
-			return nil, err
+		dir = nextDir
+		if o, err = repo.BlameLine(next, path.Join(dir, file), line); err != nil {
+			return nil, "", err
 		}
 	}
-	return o, nil
+	return o, fmt.Sprintf("the search stopped after %d earlier commits", maxBlameSteps), nil
+}
+
+// errNoPolicyPath: the policy's directory is not in a commit.
+var errNoPolicyPath = errors.New("no policy path")
+
+// decideAt decides it by the policy at rel in commit c, read from the
+// object store without provenance (no serial to count); the error says
+// what kept it from deciding.
+func decideAt(repo *gitsrc.Repo, c *object.Commit, rel string, it blameItem) (decide.Decision, error) {
+	short := c.Hash.String()[:12]
+	tree, err := repo.Tree(c, short, rel)
+	if err != nil {
+		return decide.Decision{}, fmt.Errorf("%w: %s is not in commit %s", errNoPolicyPath, rel, short)
+	}
+	files, err := repo.TreeFiles(tree, gitsrc.IsPolicyFile)
+	if err != nil {
+		return decide.Decision{}, fmt.Errorf("the policy at commit %s cannot be read", short)
+	}
+	res := compiler.Compile(compiler.Input{Files: files, Source: table.Source{PolicyPath: rel}})
+	if res.Table == nil {
+		return decide.Decision{}, fmt.Errorf("the policy at commit %s does not compile", short)
+	}
+	t, err := decide.LoadForInspection(res.Table)
+	if err != nil {
+		return decide.Decision{}, fmt.Errorf("the policy at commit %s does not load", short)
+	}
+	return t.Decide(it.principal, it.server, it.kind, it.name), nil
+}
+
+// dirIn returns the directory the policy at dir in commit from has in
+// target, an ancestor on from's first-parent line, following its moves
+// (at most maxMoveWalk commits).
+func dirIn(repo *gitsrc.Repo, from *object.Commit, dir string, target *object.Commit) (string, bool) {
+	c := from
+	for range maxMoveWalk {
+		if c.Hash == target.Hash {
+			return dir, true
+		}
+		if c.NumParents() == 0 {
+			return "", false
+		}
+		p, err := c.Parent(0)
+		if err != nil {
+			return "", false
+		}
+		if _, err := repo.Tree(p, "", dir); err != nil {
+			if dir, err = movedDir(p, c, dir); err != nil {
+				return "", false
+			}
+		}
+		c = p
+	}
+	return "", false
+}
+
+// maxMoveWalk bounds dirIn's walk.
+const maxMoveWalk = 10000
+
+func movedDir(parent, c *object.Commit, dir string) (string, error) {
+	if from, ok := movedFrom(parent, c, dir); ok {
+		return from, nil
+	}
+	return "", errNoPolicyPath
+}
+
+// movedFrom returns the directory the policy at dir in commit c had in
+// its parent, when c moved it: a file under dir that c renamed (by
+// go-git's rename detection) names the old place.
+func movedFrom(parent, c *object.Commit, dir string) (string, bool) {
+	pt, err1 := parent.Tree()
+	ct, err2 := c.Tree()
+	if err1 != nil || err2 != nil {
+		return "", false
+	}
+	changes, err := object.DiffTreeWithOptions(context.Background(), pt, ct, &object.DiffTreeOptions{DetectRenames: true, RenameScore: 60, RenameLimit: 1000})
+	if err != nil {
+		return "", false
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	if dir == "." || dir == "" {
+		prefix = ""
+	}
+	for _, ch := range changes {
+		from, to := ch.From.Name, ch.To.Name
+		if from == "" || to == "" || from == to || !strings.HasPrefix(to, prefix) {
+			continue
+		}
+		inside := strings.TrimPrefix(to, prefix)
+		if old, ok := strings.CutSuffix(from, inside); ok {
+			if old = strings.TrimSuffix(old, "/"); old == "" {
+				old = "."
+			}
+			return old, true
+		}
+	}
+	return "", false
 }
 
 // blameItem is the item blame asks about.
@@ -244,6 +365,9 @@ type blameResult struct {
 	Origin     string       `json:"origin,omitempty"`
 	Line       string       `json:"line,omitempty"`
 	Introduced *blameCommit `json:"introduced"`
+	// Stopped says why the search for an older commit stopped short:
+	// the rule may be older than Introduced.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // splitOrigin splits a table origin "file:line".
@@ -287,6 +411,9 @@ func writeBlameText(w io.Writer, b blameResult) {
 	in := b.Introduced
 	fmt.Fprintf(w, "  introduced: %s %s %s <%s>\n", in.Hash[:12], in.Date, in.Author, in.Email)
 	fmt.Fprintf(w, "              %s\n", in.Subject)
+	if b.Stopped != "" {
+		fmt.Fprintf(w, "  (the rule may be older: %s)\n", b.Stopped)
+	}
 }
 
 func describeReason(reason string) string {

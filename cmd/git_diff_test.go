@@ -131,7 +131,7 @@ func TestBlame(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &b); err != nil {
 		t.Fatal(err)
 	}
-	if b.Introduced == nil || b.Introduced.Hash != c2.String() || b.Origin != "team/linear.cue:9" || b.Rule.List != "approval_list" {
+	if b.Introduced == nil || b.Introduced.Hash != c2.String() || b.Origin != "team/linear.cue:9" || b.Rule.List != "approval_list" || b.Stopped != "" {
 		t.Errorf("after the move: %s", stdout)
 	}
 	// The same question at an older revision, where the policy was
@@ -241,5 +241,64 @@ func TestBlameGroups(t *testing.T) {
 	_, stderr := mustRun(t, ExitUsage, "blame", "--server", "linear", "--name", "get_issue", "--principal", "dave", "--groups", "contractor", policy)
 	if !strings.Contains(stderr, `--groups: "contractor" is not a group of the table`) {
 		t.Errorf("unknown group: %s", stderr)
+	}
+}
+
+// A rule's line edited, then the policy moved: the search follows the
+// move and names the commit that made the rule decide, with no note that
+// it stopped short.
+func TestBlameAcrossMove(t *testing.T) {
+	g, _, c2 := policyRepo(t)
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "create_issue"]`, 1))
+	g.Commit("Hold create_issue too")
+	g.Move("policy/linear.cue", "pol/linear.cue")
+	g.Move("policy/github.cue", "pol/github.cue")
+	g.Commit("move the policy to pol/")
+	stdout, _ := mustRun(t, 0, "blame", "--server", "linear", "--name", "save_issue", "--repo", g.Dir, "pol", "--format", "json")
+	var b blameResult
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Introduced == nil || b.Introduced.Hash != c2.String() || b.Stopped != "" {
+		t.Errorf("after the move: %s", stdout)
+	}
+}
+
+// On a merge, the side that brought the rule is credited, not the merge.
+func TestBlameMerge(t *testing.T) {
+	g, _, c2 := policyRepo(t)
+	g.Branch("side")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "archive_issue"]`, 1))
+	side := g.CommitAs(gittest.Bob, "Hold archive_issue")
+	g.Checkout("main")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "create_issue"]`, 1))
+	main := g.Commit("Hold create_issue")
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "create_issue", "archive_issue"]`, 1))
+	g.Merge(side, "merge the archive hold")
+	policy := filepath.Join(g.Dir, "policy")
+	for name, want := range map[string]string{"archive_issue": side.String(), "create_issue": main.String(), "save_issue": c2.String()} {
+		stdout, _ := mustRun(t, 0, "blame", "--server", "linear", "--name", name, policy, "--format", "json")
+		var b blameResult
+		if err := json.Unmarshal([]byte(stdout), &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Introduced == nil || b.Introduced.Hash != want {
+			t.Errorf("%s: introduced %+v, want %s", name, b.Introduced, want)
+		}
+	}
+}
+
+// A parent whose policy does not compile stops the search, and blame says
+// the rule may be older.
+func TestBlameStopsAtABrokenParent(t *testing.T) {
+	g, _, _ := policyRepo(t)
+	g.Write("policy/github.cue", "package policy\n\nmcp_servers: github: {\n")
+	g.Commit("half a file")
+	g.Write("policy/github.cue", githubV1)
+	g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"]`, `approval_list: ["save_issue", "create_issue"]`, 1))
+	c4 := g.Commit("Mend github.cue; hold create_issue")
+	stdout, _ := mustRun(t, 0, "blame", "--server", "linear", "--name", "save_issue", filepath.Join(g.Dir, "policy"))
+	if !strings.Contains(stdout, "introduced: "+c4.String()[:12]) || !strings.Contains(stdout, "(the rule may be older: the policy at commit ") || !strings.Contains(stdout, "does not compile)") {
+		t.Errorf("a broken parent:\n%s", stdout)
 	}
 }

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -143,7 +144,12 @@ func syntaxError(f File, errs []cueerrors.Error) Diagnostic {
 	format, args := first.Msg()
 	d := Diagnostic{Pos: posOf(first.Position()), Code: CodeSyntax, Severity: Error, Message: fmt.Sprintf(format, args...)}
 	var hints []string
-	if open, ok := openBracket(f, first.Position().Offset()); ok {
+	// A bracket left open is the cause where the error is at the end of
+	// the file, or where a list or parenthesis opened on an earlier line
+	// is still open (a struct is open around most lines of a policy).
+	off := first.Position().Offset()
+	atEnd := len(bytes.TrimRight(f.Data[min(off, len(f.Data)):], " \t\r\n")) == 0
+	if open, ok := openBracket(f, off); ok && (atEnd || open.tok != token.LBRACE && open.pos.Line < first.Position().Line()) {
 		what := map[token.Token]string{token.LBRACK: "list", token.LBRACE: "struct", token.LPAREN: "parenthesis"}[open.tok]
 		hints = append(hints, fmt.Sprintf("the %s opened at %d:%d is still open here: if it should end before this, close it with %s", what, open.pos.Line, open.pos.Column, closing[open.tok]))
 	}
@@ -154,6 +160,9 @@ func syntaxError(f File, errs []cueerrors.Error) Diagnostic {
 		others[posOf(e.Position())] = true
 	}
 	switch n := len(others) - 1; {
+	case n >= 10:
+		// The parser stops after eleven.
+		hints = append(hints, "10 or more syntax errors after it may follow from this one: fix it and check again")
 	case n == 1:
 		hints = append(hints, "the 1 more syntax error after it may follow from this one: fix it and check again")
 	case n > 1:
@@ -169,6 +178,8 @@ var closing = map[token.Token]string{token.LBRACK: "]", token.LBRACE: "}", token
 type bracket struct {
 	tok token.Token
 	pos token.Position
+	// interp marks the parenthesis of a string interpolation.
+	interp bool
 }
 
 // openBracket returns the innermost bracket still open at offset off of
@@ -178,19 +189,35 @@ func openBracket(f File, off int) (bracket, bool) {
 	var sc scanner.Scanner
 	sc.Init(token.NewFile(f.Name, -1, len(f.Data)), f.Data, nil, scanner.ScanComments)
 	var stack []bracket
+	// An interpolation "a\(x)b" scans as the string up to "\(", then
+	// "(", x and ")", after which the rest of the string is scanned on
+	// request (ResumeInterpolation), as the parser does.
+	interp := false
 	for {
 		pos, tok, _ := sc.Scan()
 		if tok == token.EOF || pos.Offset() >= off {
 			break
 		}
 		switch tok {
+		case token.INTERPOLATION:
+			interp = true
 		case token.LBRACK, token.LBRACE, token.LPAREN:
-			stack = append(stack, bracket{tok, pos.Position()})
+			stack = append(stack, bracket{tok: tok, pos: pos.Position(), interp: interp && tok == token.LPAREN})
+			interp = false
 		case token.RBRACK, token.RBRACE, token.RPAREN:
 			if len(stack) > 0 {
+				top := stack[len(stack)-1]
 				stack = stack[:len(stack)-1]
+				if top.interp {
+					interp = strings.HasSuffix(sc.ResumeInterpolation(), "(")
+				}
 			}
 		}
+	}
+	// An interpolation's parenthesis is not a bracket the author left
+	// open: what is open around it is.
+	for len(stack) > 0 && stack[len(stack)-1].interp {
+		stack = stack[:len(stack)-1]
 	}
 	if len(stack) == 0 {
 		return bracket{}, false

@@ -3,6 +3,7 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	git "github.com/go-git/go-git/v5"
@@ -97,5 +98,38 @@ func BenchmarkDiff10k(b *testing.B) {
 	g.Commit("purge nothing")
 	for b.Loop() {
 		mustRun(b, ExitChanged, "diff", "HEAD~1", "HEAD", "--repo", g.Dir, "policy")
+	}
+}
+
+// BenchmarkBlameWalk: blame of a rule whose line was rewritten 20 times
+// (another entry added each time) in 1,000 commits, so that the search
+// compiles 20 earlier policies; packed, as a clone has it.
+func BenchmarkBlameWalk(b *testing.B) {
+	g := gittest.New(b, b.TempDir())
+	g.Write("policy/linear.cue", linearV2)
+	g.Commit("policy")
+	line := `approval_list: ["save_issue"`
+	for i := range 20 {
+		g.Chain(49, "CHANGELOG")
+		line += `, "t` + string(rune('a'+i)) + `"`
+		g.Write("policy/linear.cue", strings.Replace(linearV2, `approval_list: ["save_issue"`, line, 1))
+		g.Commit("hold another")
+	}
+	if err := g.Git.RepackObjects(&git.RepackConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	policy := filepath.Join(g.Dir, "policy")
+	first := ""
+	for b.Loop() {
+		code, out, errOut := runPolicyc("blame", "--server", "linear", "--name", "save_issue", policy, "--format", "json")
+		if code != 0 {
+			b.Fatalf("blame: %d %s", code, errOut)
+		}
+		if first == "" {
+			first = out
+		}
+	}
+	if !strings.Contains(first, `"subject": "policy"`) {
+		b.Fatalf("blame did not reach the first commit:\n%s", first)
 	}
 }

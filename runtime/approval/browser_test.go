@@ -60,24 +60,34 @@ func browserContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// callOut is what a held call returned to its agent.
+type callOut struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// holdMerge has alice call github__merge_pull_request through the gate,
+// which holds it, and returns the stack, the pending request and what the
+// call will return.
+func holdMerge(t *testing.T, gate *Gate) (*stack, Request, <-chan callOut) {
+	t.Helper()
+	s := newStack(t, gate, e2ePolicy)
+	cs := s.client(t, "alice")
+	done := make(chan callOut, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
+		done <- callOut{res, err}
+	}()
+	return s, pendingFor(t, gate, "alice", "merge_pull_request", 1), done
+}
+
 // A real click on the approvals page approves a held call, and the call
 // then completes: the link to the request lands on it after signing in.
 func TestBrowserApprove(t *testing.T) {
 	ctx := browserContext(t)
 	gate := openGate(t, "", pageOnly)
 	srv := adminServer(t, gate)
-	s := newStack(t, gate, e2ePolicy)
-	cs := s.client(t, "alice")
-	type out struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
-		done <- out{res, err}
-	}()
-	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	s, r, done := holdMerge(t, gate)
 
 	openSignedIn(t, ctx, srv.URL, r.ID)
 	preview, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("table.preview")))
@@ -141,18 +151,7 @@ func TestBrowserEnterInReasonDenies(t *testing.T) {
 	ctx := browserContext(t)
 	gate := openGate(t, "", pageOnly)
 	srv := adminServer(t, gate)
-	s := newStack(t, gate, e2ePolicy)
-	cs := s.client(t, "alice")
-	type out struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
-		done <- out{res, err}
-	}()
-	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	s, r, done := holdMerge(t, gate)
 	openSignedIn(t, ctx, srv.URL, r.ID)
 
 	if _, err := chromedp.Run(ctx, chromedp.WaitEvent(page.LoadEventFired, nil,
@@ -188,18 +187,7 @@ func TestBrowserProviderSignIn(t *testing.T) {
 	ctx := browserContext(t)
 	p := startProvider(t)
 	gate, srv := signInServer(t, p, pageOnly)
-	s := newStack(t, gate, e2ePolicy)
-	cs := s.client(t, "alice")
-	type out struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 42, "repo": "acme/web"}})
-		done <- out{res, err}
-	}()
-	r := pendingFor(t, gate, "alice", "merge_pull_request", 1)
+	_, r, done := holdMerge(t, gate)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/approvals/"+r.ID)); err != nil {
 		t.Fatalf("open the request's link: %v", err)

@@ -429,10 +429,14 @@ func TestKeyRotationDuringService(t *testing.T) {
 	refused(t, verifyErr(v, rotated), UnknownKey)
 }
 
-func TestKeysRefreshedInBackground(t *testing.T) {
+// verifiedLongLived starts a provider whose agent's tokens live for
+// lifetime, and returns it, the verifier's clock, the verifier and a
+// token it has verified (and so cached).
+func verifiedLongLived(t *testing.T, lifetime time.Duration) (*testop.Provider, *clock, *Verifier, string) {
+	t.Helper()
 	p := startOP(t, jose.ES256)
 	long := agent()
-	long.Lifetime = time.Hour // outlives the refresh
+	long.Lifetime = lifetime
 	p.SetClient("agent", long)
 	c := &clock{t: time.Now()}
 	v := newVerifier(t, c, corp(p))
@@ -440,6 +444,11 @@ func TestKeysRefreshedInBackground(t *testing.T) {
 	if err := verifyErr(v, tok); err != nil {
 		t.Fatal(err)
 	}
+	return p, c, v, tok
+}
+
+func TestKeysRefreshedInBackground(t *testing.T) {
+	p, c, v, tok := verifiedLongLived(t, time.Hour) // outlives the refresh
 	// The provider withdraws the key; the gateway learns of it when its
 	// keys are refreshed, not before: the token answers from the cache.
 	if err := p.Rotate(jose.ES256, false); err != nil {
@@ -523,16 +532,7 @@ func TestSubjectMustBePrintable(t *testing.T) {
 // issuer's keys are due to be fetched again: once its key is withdrawn
 // and the keys refreshed, it is refused, although it has not expired.
 func TestCachedTokenOfWithdrawnKey(t *testing.T) {
-	p := startOP(t, jose.ES256)
-	long := agent()
-	long.Lifetime = 2 * time.Hour // outlives the refresh
-	p.SetClient("agent", long)
-	c := &clock{t: time.Now()}
-	v := newVerifier(t, c, corp(p))
-	tok := token(t, p, "agent")
-	if err := verifyErr(v, tok); err != nil {
-		t.Fatal(err)
-	}
+	p, c, v, tok := verifiedLongLived(t, 2*time.Hour) // outlives the refresh
 	if err := p.Rotate(jose.ES256, false); err != nil {
 		t.Fatal(err)
 	}

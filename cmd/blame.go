@@ -39,9 +39,12 @@ it what it decides for one item, and name the commit that made the deciding
 rule (or default) decide it, with its hash, author, date and subject. That is
 the commit that last changed the rule's line, unless the policy before it
 already decided the item by the same rule (another entry on that line changed,
-or the line moved): then the question is asked again there. The governance
-ledger: who made this tool need approval, and when. Renames and moves of the
-policy files are followed.
+or the line moved): then the question is asked again there (at each parent
+of a merge). The governance ledger: who made this tool need approval, and
+when. Renames and moves of the policy files are followed; where the search
+cannot go further (a parent whose policy does not compile, at most 64 steps),
+blame says the rule may be older. A decision changed and restored by other
+lines while the rule's line stood is not seen.
 
 PATH and --repo work as for policyc compile. When no line of the policy
 decides the item (the built-in deny, a ui:// resource off the allowlist),

@@ -58,12 +58,12 @@ type catalogPullOptions struct {
 func newCatalogPullCmd() *cobra.Command {
 	o := catalogPullOptions{dir: ".", timeout: pull.DefaultTimeout}
 	c := &cobra.Command{
-		Use:   "pull --config PATH [--dir DIR] [--timeout DURATION] [--check]",
+		Use:   "pull --config PATH [--timeout DURATION] [--check] [DIR]",
 		Short: "List every upstream server and write its catalogue snapshot",
 		Long: `Connect to every upstream of the gateway configuration (stdio commands and
 streamable HTTP URLs, as 'policyc gateway' would), list its tools, prompts,
 resources and resource templates, and write one snapshot per server to
-POLICY_DIR/catalog/<server>.json.
+DIR/catalog/<server>.json, DIR the policy directory (default ".", or --dir).
 
 The configuration is checked as 'policyc gateway' checks it (every key and
 value, every upstream: its program found, the variables it needs set), but
@@ -95,10 +95,18 @@ written; 1 the gateway configuration has problems; 2 usage.
 
 Examples:
   policyc catalog pull --config gateway.cue
-  policyc catalog pull --config deploy/gateway --dir policy --timeout 10s
+  policyc catalog pull --config deploy/gateway --timeout 10s policy
   policyc catalog pull --config gateway.cue --check   # in CI`,
-		Args: argsRange(0, 0),
+		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				// The policy directory is an argument, as for every other
+				// command; --dir says the same.
+				if c.Flags().Changed("dir") && o.dir != args[0] {
+					return usageErrorf("the policy directory is given twice, as %s and as --dir %s: give it once", args[0], o.dir)
+				}
+				o.dir = args[0]
+			}
 			if o.config == "" {
 				return usageErrorf("--config PATH is required: the gateway configuration that names the upstreams (see 'policyc catalog pull --help')")
 			}
@@ -110,7 +118,7 @@ Examples:
 	}
 	f := c.Flags()
 	f.StringVar(&o.config, "config", "", "the gateway configuration whose upstreams are pulled: a `PATH` to a directory of CUE files in package gateway, or one file")
-	f.StringVar(&o.dir, "dir", ".", "the policy `DIR`ectory; snapshots live in DIR/catalog")
+	f.StringVar(&o.dir, "dir", ".", "the policy `DIR`ectory, as the argument DIR gives it; snapshots live in DIR/catalog")
 	f.DurationVar(&o.timeout, "timeout", pull.DefaultTimeout, "how long one server may take (a `DURATION`), from start to its last listing")
 	addCheckFlag(f, &o.check, "exit 4 when an upstream differs from its snapshot")
 	return c

@@ -103,6 +103,7 @@ file, an address in use); 10-16 the table was refused (see 'policyc verify
 
 Examples:
   policyc gateway --config examples/local/gateway --check   # after the steps in examples/local/README.md
+  policyc gateway --config gateway.cue --check --format json   # the summary for scripts
   policyc gateway --config /etc/policyc/gateway
   policyc gateway --config gateway.cue --table team.signed.json --trust ci.pub --state /var/lib/policyc
   kill -HUP $(pidof policyc)   # reload after deploying a new signed table
@@ -114,6 +115,9 @@ key made there); examples/team/gateway is shaped for production.`,
 			if o.config == "" {
 				return usageErrorf("--config PATH is required: the gateway's configuration (see 'policyc gateway --help')")
 			}
+			if err := checkGatewayFormat(o); err != nil {
+				return err
+			}
 			return runGateway(c, o)
 		},
 	}
@@ -124,6 +128,7 @@ key made there); examples/team/gateway is shaped for production.`,
 	f.StringVar(&o.state, "state", "", "keep the last accepted serial in `DIR` instead of the configuration's state_dir")
 	f.StringVar(&o.decisionLog, "decision-log", "", "append the decision log to `FILE` (\"-\": standard error) instead of the configuration's decision_log")
 	addCheckFlag(f, &o.check, "exit 1 when the configuration or the table has problems; prints a summary when it passes")
+	addFormatFlag(f, &o.format, "text", "json")
 	c.AddCommand(newGatewayStatusCmd())
 	return c
 }
@@ -133,6 +138,7 @@ type gatewayOptions struct {
 	decisionLog          string
 	trust                []string
 	check                bool
+	format               string // of --check's summary
 }
 
 func runGateway(c *cobra.Command, o gatewayOptions) error {
@@ -257,8 +263,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		if err != nil {
 			return gatewayRefusal(err)
 		}
-		writeGatewayCheck(c.OutOrStdout(), o.config, s, t)
-		return nil
+		return printGatewayCheck(c.OutOrStdout(), o, s, t)
 	}
 	ob, err := newObserver(s.Observe, func() *approval.Gate { return gate })
 	if err != nil {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -107,17 +108,23 @@ func writeObserveCheck(w io.Writer, s *config.Config) {
 		fmt.Fprintf(w, "  metrics:   /metrics on %s\n", strings.Join(on, " and on "))
 	}
 	if t := o.Tracing; t != nil {
-		endpoint := t.Endpoint
-		if u, err := url.Parse(endpoint); err == nil {
-			u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
-			if u.Path == "" || u.Path == "/" {
-				u.Path = "/v1/traces"
-			}
-			endpoint = u.String()
-		}
 		fmt.Fprintf(w, "  tracing:   OTLP/HTTP to %s; sample ratio %s of traces begun here; service %s\n",
-			endpoint, strconv.FormatFloat(t.SampleRatio, 'g', -1, 64), t.ServiceName)
+			traceEndpoint(t.Endpoint), strconv.FormatFloat(t.SampleRatio, 'g', -1, 64), t.ServiceName)
 	}
+}
+
+// traceEndpoint is where traces go, without the user information or
+// query the endpoint may carry (a credential).
+func traceEndpoint(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/v1/traces"
+	}
+	return u.String()
 }
 
 // sortedChannelNames lists the channels a table defines, those of the
@@ -161,4 +168,135 @@ func behind(proxies []netip.Prefix) string {
 		names[i] = p.String()
 	}
 	return " behind " + strings.Join(names, ", ")
+}
+
+// checkGatewayFormat refuses a --format gateway does not have, or one
+// given without --check (only the check prints a summary).
+func checkGatewayFormat(o gatewayOptions) error {
+	if err := checkFormat(o.format, "text", "json"); err != nil {
+		return err
+	}
+	if o.format != "text" && !o.check {
+		return usageErrorf("--format %s is the form of --check's summary: add --check", o.format)
+	}
+	return nil
+}
+
+// printGatewayCheck prints what gateway --check found, as text or JSON.
+func printGatewayCheck(w io.Writer, o gatewayOptions, s *config.Config, t *decide.Table) error {
+	if o.format != "json" {
+		writeGatewayCheck(w, o.config, s, t)
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(gatewayCheckReport(o.config, s, t))
+}
+
+// gatewayCheckJSON is gateway --check --format json: what the text
+// summary says, as fields.
+type gatewayCheckJSON struct {
+	Config    string          `json:"config"`
+	Table     checkTable      `json:"table"`
+	Upstreams []checkUpstream `json:"upstreams"`
+	Front     checkFront      `json:"front"`
+	Approvals *checkApprovals `json:"approvals"`
+	Metrics   []string        `json:"metrics,omitempty"`
+	Tracing   *checkTracing   `json:"tracing,omitempty"`
+}
+
+type checkTable struct {
+	File   string `json:"file"`
+	Serial uint64 `json:"serial"`
+	Digest string `json:"digest"`
+}
+
+type checkUpstream struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	InTable bool   `json:"in_table"`
+}
+
+type checkFront struct {
+	Transport string `json:"transport"`
+	// Principal is the stdio front's; Principals the HTTP front's static
+	// tokens' (how many).
+	Principal          string        `json:"principal,omitempty"`
+	Address            string        `json:"address,omitempty"`
+	Principals         int           `json:"principals,omitempty"`
+	OAuthResource      string        `json:"oauth_resource,omitempty"`
+	OAuthIssuers       []checkIssuer `json:"oauth_issuers,omitempty"`
+	MaxSessions        int           `json:"max_sessions,omitempty"`
+	IdleTimeoutMinutes int           `json:"idle_timeout_minutes,omitempty"`
+}
+
+type checkIssuer struct {
+	Name   string `json:"name"`
+	Issuer string `json:"issuer"`
+}
+
+type checkApprovals struct {
+	Channels     map[string]string `json:"channels"`
+	AdminAddress string            `json:"admin_address,omitempty"`
+	// Seconds; WithProgressSeconds 0 is as long as the request lives.
+	HoldInPlaceSeconds      int64 `json:"hold_in_place_seconds"`
+	HoldWithProgressSeconds int64 `json:"hold_with_progress_seconds"`
+	ProgressIntervalSeconds int64 `json:"progress_interval_seconds"`
+	ApproveOnceWindowSecs   int64 `json:"approve_once_window_seconds"`
+	ConsentWaitSeconds      int64 `json:"consent_wait_seconds"`
+}
+
+type checkTracing struct {
+	Endpoint    string  `json:"endpoint"`
+	SampleRatio float64 `json:"sample_ratio"`
+	ServiceName string  `json:"service_name"`
+}
+
+func gatewayCheckReport(path string, s *config.Config, t *decide.Table) gatewayCheckJSON {
+	r := gatewayCheckJSON{Config: path, Table: checkTable{File: s.Table, Serial: t.Serial(), Digest: t.Digest()}, Upstreams: []checkUpstream{}}
+	for _, u := range s.Gateway.Upstreams {
+		_, in := t.Source().Servers[u.Name]
+		r.Upstreams = append(r.Upstreams, checkUpstream{Name: u.Name, Kind: s.Kinds[u.Name], InTable: in})
+	}
+	if s.Address == "" {
+		r.Front = checkFront{Transport: "stdio", Principal: s.Principal}
+	} else {
+		principals := map[string]bool{}
+		for _, p := range s.HTTP.Tokens {
+			principals[p] = true
+		}
+		h := s.HTTP.WithDefaults()
+		r.Front = checkFront{Transport: "http", Address: s.Address, Principals: len(principals),
+			MaxSessions: h.MaxSessions, IdleTimeoutMinutes: int(h.IdleTimeout / time.Minute)}
+		if o := s.HTTP.OAuth; o != nil {
+			r.Front.OAuthResource = o.Verifier.Resource()
+			for _, is := range s.OAuth.Issuers {
+				r.Front.OAuthIssuers = append(r.Front.OAuthIssuers, checkIssuer{Name: is.Name, Issuer: is.URL})
+			}
+		}
+	}
+	if a := s.Approvals; a != nil {
+		r.Approvals = &checkApprovals{Channels: map[string]string{}, AdminAddress: s.AdminAddress,
+			HoldInPlaceSeconds:      int64(s.Gateway.Holds.InPlace / time.Second),
+			HoldWithProgressSeconds: int64(s.Gateway.Holds.WithProgress / time.Second),
+			ProgressIntervalSeconds: int64(a.ProgressInterval / time.Second),
+			ApproveOnceWindowSecs:   int64(a.OnceWindow / time.Second),
+			ConsentWaitSeconds:      int64(a.ConsentWait / time.Second)}
+		for _, name := range sortedChannelNames(t) {
+			r.Approvals.Channels[name] = t.Source().Channels[name].Kind
+		}
+	}
+	if o := s.Observe; o.Metrics {
+		if s.Approvals != nil && s.AdminAddress != "" {
+			r.Metrics = append(r.Metrics, s.AdminAddress)
+		}
+		if o.MetricsAddress != "" {
+			r.Metrics = append(r.Metrics, o.MetricsAddress)
+		}
+	}
+	if tr := s.Observe.Tracing; tr != nil {
+		r.Tracing = &checkTracing{Endpoint: traceEndpoint(tr.Endpoint), SampleRatio: tr.SampleRatio, ServiceName: tr.ServiceName}
+	}
+	return r
 }

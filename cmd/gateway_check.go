@@ -198,7 +198,7 @@ func printGatewayCheck(w io.Writer, o gatewayOptions, s *config.Config, t *decid
 // summary says, as fields.
 type gatewayCheckJSON struct {
 	Config    string          `json:"config"`
-	Table     checkTable      `json:"table"`
+	Table     tableJSON       `json:"table"`
 	Upstreams []checkUpstream `json:"upstreams"`
 	Front     checkFront      `json:"front"`
 	Approvals *checkApprovals `json:"approvals"`
@@ -206,7 +206,8 @@ type gatewayCheckJSON struct {
 	Tracing   *checkTracing   `json:"tracing,omitempty"`
 }
 
-type checkTable struct {
+// tableJSON names a signed table in the JSON of verify and gateway --check.
+type tableJSON struct {
 	File   string `json:"file"`
 	Serial uint64 `json:"serial"`
 	Digest string `json:"digest"`
@@ -254,7 +255,7 @@ type checkTracing struct {
 }
 
 func gatewayCheckReport(path string, s *config.Config, t *decide.Table) gatewayCheckJSON {
-	r := gatewayCheckJSON{Config: path, Table: checkTable{File: s.Table, Serial: t.Serial(), Digest: t.Digest()}, Upstreams: []checkUpstream{}}
+	r := gatewayCheckJSON{Config: path, Table: tableJSON{File: s.Table, Serial: t.Serial(), Digest: t.Digest()}, Upstreams: []checkUpstream{}}
 	for _, u := range s.Gateway.Upstreams {
 		_, in := t.Source().Servers[u.Name]
 		r.Upstreams = append(r.Upstreams, checkUpstream{Name: u.Name, Kind: s.Kinds[u.Name], InTable: in})

@@ -200,9 +200,7 @@ func writeVerified(w io.Writer, name string, t *decide.Table, v *decide.Verified
 
 // verifiedJSON is what verify --format json prints.
 type verifiedJSON struct {
-	File     string         `json:"file"`
-	Digest   string         `json:"digest"`
-	Serial   uint64         `json:"serial"`
+	tableJSON
 	Source   verifiedSource `json:"source"`
 	Expires  *string        `json:"expires"`
 	SignedBy []verifiedKey  `json:"signed_by"`
@@ -230,7 +228,7 @@ type verifiedState struct {
 
 func writeVerifiedJSON(w io.Writer, name string, t *decide.Table, v *decide.Verified, names map[string]string, stateDir string) error {
 	src := t.Source().Source
-	out := verifiedJSON{File: name, Digest: v.Digest, Serial: v.Serial, SignedBy: []verifiedKey{},
+	out := verifiedJSON{tableJSON: tableJSON{File: name, Serial: v.Serial, Digest: v.Digest}, SignedBy: []verifiedKey{},
 		Source: verifiedSource{PolicyPath: src.PolicyPath, Commit: src.Commit, Repository: src.Repository, Dirty: src.Dirty}}
 	if !v.Expires.IsZero() {
 		e := v.Expires.UTC().Format(time.RFC3339)

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,10 +136,7 @@ Examples:
 				}
 			}
 			if item.format == "json" {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				enc.SetEscapeHTML(false)
-				return enc.Encode(b)
+				return writeJSON(c.OutOrStdout(), b)
 			}
 			writeBlameText(c.OutOrStdout(), b)
 			return nil
@@ -270,9 +266,11 @@ func dirIn(repo *gitsrc.Repo, from *object.Commit, dir string, target *object.Co
 			return "", false
 		}
 		if _, err := repo.Tree(p, "", dir); err != nil {
-			if dir, err = movedDir(p, c, dir); err != nil {
+			moved, ok := movedFrom(p, c, dir)
+			if !ok {
 				return "", false
 			}
+			dir = moved
 		}
 		c = p
 	}
@@ -281,13 +279,6 @@ func dirIn(repo *gitsrc.Repo, from *object.Commit, dir string, target *object.Co
 
 // maxMoveWalk bounds dirIn's walk.
 const maxMoveWalk = 10000
-
-func movedDir(parent, c *object.Commit, dir string) (string, error) {
-	if from, ok := movedFrom(parent, c, dir); ok {
-		return from, nil
-	}
-	return "", errNoPolicyPath
-}
 
 // movedFrom returns the directory the policy at dir in commit c had in
 // its parent, when c moved it: a file under dir that c renamed (by

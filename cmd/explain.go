@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -245,10 +244,7 @@ func writeExplainJSON(w io.Writer, ex decide.Explanation) error {
 	for _, m := range ex.Beaten {
 		out.Beaten = append(out.Beaten, explainRule{Scope: m.Scope, Effect: m.Rule.Effect, Pattern: m.Rule.Pattern, Origin: m.Rule.Origin})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 func writeExplainText(w io.Writer, root, principal, server, kind, name string, ex decide.Explanation) {

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,6 +24,15 @@ func addOutputFlag(fs *pflag.FlagSet, p *string, def, what string) {
 // default.
 func addFormatFlag(fs *pflag.FlagSet, p *string, formats ...string) {
 	fs.StringVar(p, "format", formats[0], "print in `FORMAT`: "+orList(formats))
+}
+
+// writeJSON prints v as --format json does everywhere: indented, one
+// value, with <, > and & as themselves.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // checkFormat refuses a --format that is not one of formats.

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -188,10 +187,7 @@ func printGatewayCheck(w io.Writer, o gatewayOptions, s *config.Config, t *decid
 		writeGatewayCheck(w, o.config, s, t)
 		return nil
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(gatewayCheckReport(o.config, s, t))
+	return writeJSON(w, gatewayCheckReport(o.config, s, t))
 }
 
 // gatewayCheckJSON is gateway --check --format json: what the text

@@ -304,10 +304,7 @@ func (o testOutput) writeJSON(w io.Writer, rep *testcase.Report, cov *testcase.C
 		out.Errors = append(out.Errors, testErrorJSON{File: d.Pos.File, Line: d.Pos.Line, Column: d.Pos.Column, Level: d.Severity.String(),
 			Code: d.Code, Path: d.Path, Message: d.Message, Suggestion: d.Suggestion})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }
 
 func (o testOutput) writeGitHub(w io.Writer, rep *testcase.Report, cov *testcase.Coverage, diags []compiler.Diagnostic) error {

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,8 +243,5 @@ func writeVerifiedJSON(w io.Writer, name string, t *decide.Table, v *decide.Veri
 			out.State.LastSerial = &last
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return writeJSON(w, out)
 }

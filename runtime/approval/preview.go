@@ -46,16 +46,12 @@ func (p *Preview) Incomplete() bool {
 		return true
 	}
 	for _, f := range p.Fields {
-		if f.Value == NotShown || f.Value == notShownBefore {
+		if f.Value == NotShown {
 			return true
 		}
 	}
 	return false
 }
-
-// notShownBefore is NotShown as the first builds that left values out
-// wrote it, in previews a store may still hold.
-const notShownBefore = "(not shown: the preview is full)"
 
 // IncompleteNote is what an approver is told of an incomplete preview.
 const IncompleteNote = "This preview is incomplete: the arguments have more keys, or longer values, than it can show. Approve only if you know what this call does without them."
@@ -110,15 +106,12 @@ func NewPreview(args []byte) (*Preview, bool) {
 			f = short[i]
 		}
 		if used+f.n > budget {
-			p.Omitted = len(keys) - i
 			break
 		}
 		used += f.n
 		p.Fields = append(p.Fields, f.f)
 	}
-	if p.Omitted == 0 {
-		p.Omitted = len(keys) - len(p.Fields)
-	}
+	p.Omitted = len(keys) - len(p.Fields)
 	return p, true
 }
 
@@ -194,10 +187,11 @@ func cut(s, quote string, max int) string {
 // name returns a key's name as the preview shows it with its value: cut
 // at PreviewChars characters, ending in "…" when it was cut.
 func name(key string) string {
+	shown := cut(key, "", PreviewChars)
 	if utf8.RuneCountInString(key) > PreviewChars {
-		return cut(key, "", PreviewChars) + "…"
+		shown += "…"
 	}
-	return cut(key, "", PreviewChars)
+	return shown
 }
 
 // shortName returns a key's name as the preview shows it beside NotShown:

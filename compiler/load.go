@@ -163,10 +163,12 @@ func syntaxError(f File, errs []cueerrors.Error) Diagnostic {
 	case n >= 10:
 		// The parser stops after eleven.
 		hints = append(hints, "10 or more syntax errors after it may follow from this one: fix it and check again")
-	case n == 1:
-		hints = append(hints, "the 1 more syntax error after it may follow from this one: fix it and check again")
-	case n > 1:
-		hints = append(hints, fmt.Sprintf("the %d more syntax errors after it may follow from this one: fix it and check again", n))
+	case n > 0:
+		errors := "errors"
+		if n == 1 {
+			errors = "error"
+		}
+		hints = append(hints, fmt.Sprintf("the %d more syntax %s after it may follow from this one: fix it and check again", n, errors))
 	}
 	d.Suggestion = strings.Join(hints, "; ")
 	return d
@@ -476,11 +478,10 @@ func (c *compilation) cueErrorList(errs []cueerrors.Error, code string) {
 			d.Suggestion = "give it a concrete value"
 		case dotted != "":
 			d.Message, d.CUE = dotted+": "+msg, &CUEMessage{cm}
-			if bound, ok := cm.outOfBound(); ok && strings.HasPrefix(bound, `=~"^[A-Za-z0-9]`) {
-				d.Suggestion = nameRule
-			}
 			if value, bound, ok := d.CUE.OutOfBound(); ok {
-				if m, s, ok := numberBound(dotted, value, bound); ok {
+				if strings.HasPrefix(bound, `=~"^[A-Za-z0-9]`) {
+					d.Suggestion = nameRule
+				} else if m, s, ok := numberBound(dotted, value, bound); ok {
 					d.Message, d.Suggestion = m, s
 				}
 			}

@@ -19,14 +19,6 @@ type ClaudeRule struct {
 	Tool string
 }
 
-// String writes the rule in its canonical form.
-func (r ClaudeRule) String() string {
-	if r.Tool == "" {
-		return "mcp__" + r.Server
-	}
-	return "mcp__" + r.Server + "__" + r.Tool
-}
-
 // Matches reports whether the rule names the tool of the server, as Claude
 // Code matches it: the whole server, or exactly the tool name.
 func (r ClaudeRule) Matches(server, tool string) bool {
@@ -193,7 +185,7 @@ func (c *claudeImport) run(data []byte) {
 				continue
 			}
 			rules++
-			c.rule(list, r, item.pos)
+			c.rule(list, r, item.str, item.pos)
 		}
 		if len(notMCP) > 0 {
 			c.add(n.pos, path, false, "", "not carried over: %d rule(s) about Claude Code's own tools, not MCP servers (%s)", len(notMCP), abbreviate(notMCP, 3))
@@ -230,7 +222,8 @@ func (c *claudeImport) defaultMode(m jsonMember, path string) {
 	}
 }
 
-func (c *claudeImport) rule(list string, r ClaudeRule, pos Pos) {
+// rule adds r, written as text at pos, to the list of its server's tools.
+func (c *claudeImport) rule(list string, r ClaudeRule, text string, pos Pos) {
 	s := c.p.server(r.Server, Pos{})
 	a := s.kinds[table.Tool.String()]
 	if a == nil {
@@ -240,7 +233,7 @@ func (c *claudeImport) rule(list string, r ClaudeRule, pos Pos) {
 			s.kinds[k] = &access{def: table.Deny.String(), why: fmt.Sprintf("Claude Code's permission rules do not cover %ss: denied, the policyc\ndefault. Allow the ones the gateway should serve here.", k)}
 		}
 	}
-	e := entry{glob: "*", pos: pos, from: r.String()}
+	e := entry{glob: "*", pos: pos, from: text}
 	if r.Tool != "" {
 		e.glob = escapeGlob(r.Tool)
 	}

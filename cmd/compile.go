@@ -168,9 +168,9 @@ func (s *policySource) compile(stderr io.Writer) (*compiler.Result, error) {
 // and returns errSilent with ExitProblems when there is an error. It reads
 // the work tree only and records no provenance: explain and lint use it.
 func compileDir(dir string, stderr io.Writer) (*compiler.Result, error) {
-	files, err := compiler.ReadDir(dir)
+	files, err := readPolicyDir(dir)
 	if err != nil {
-		return nil, failuref("read policy directory: %v", err)
+		return nil, err
 	}
 	res := compiler.Compile(compiler.Input{
 		Files:  files,

@@ -93,6 +93,9 @@ Examples:
 					return withCode(ExitFailure, notRepoAdvice(err, "run policyc lint --staged inside the repository, or name a policy directory in its work tree as DIR"))
 				}
 				defer repo.Close()
+				if err := fileNotDir(dir); err != nil {
+					return err
+				}
 				rel, err := repo.RelPath(dir)
 				var be *gitsrc.BareError
 				if errors.As(err, &be) {
@@ -114,8 +117,8 @@ Examples:
 				}
 			} else if !listRules {
 				var err error
-				if files, err = compiler.ReadDir(dir); err != nil {
-					return failuref("read policy directory: %v", err)
+				if files, err = readPolicyDir(dir); err != nil {
+					return err
 				}
 				if cat, err = workTreeLintCatalogue(dir, stderr); err != nil {
 					return err

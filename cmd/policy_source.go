@@ -118,9 +118,9 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 				return nil, usageErrorf("--require-clean: %s is not in a git repository, so there is no commit to compare it with", arg)
 			}
 			// Outside git: the policy path as given, no provenance.
-			files, err := compiler.ReadDir(arg)
+			files, err := readPolicyDir(arg)
 			if err != nil {
-				return nil, failuref("read policy directory: %v", err)
+				return nil, err
 			}
 			cat, _, err := workTreeCatalogue(arg)
 			if err != nil {
@@ -140,7 +140,7 @@ func workTreeSource(repoDir, arg string, requireClean bool) (*policySource, erro
 	snap, err := repo.WorkTree(dir)
 	var pathErr *fs.PathError
 	if errors.As(err, &pathErr) {
-		return nil, failuref("read policy directory: %v", err)
+		return nil, policyDirError(dir, err)
 	}
 	if err != nil {
 		return nil, gitError(err)
@@ -325,4 +325,32 @@ func gitError(err error) error {
 		return withCode(ExitUsage, err)
 	}
 	return withCode(ExitFailure, err)
+}
+
+// readPolicyDir reads the policy files of the work tree directory dir.
+func readPolicyDir(dir string) ([]compiler.File, error) {
+	files, err := compiler.ReadDir(dir)
+	if err != nil {
+		return nil, policyDirError(dir, err)
+	}
+	return files, nil
+}
+
+// policyDirError is the refusal of err, met reading the policy directory
+// dir: a usage error when dir is a file (see fileNotDir).
+func policyDirError(dir string, err error) error {
+	if err := fileNotDir(dir); err != nil {
+		return err
+	}
+	return failuref("read policy directory: %v", err)
+}
+
+// fileNotDir refuses a policy path that is a file, as a newcomer's
+// policy.cue is, since a policy is every .cue file of a directory; it
+// returns nil for anything else.
+func fileNotDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return usageErrorf("%s is a file, not a policy directory: a policy is every .cue file of one directory, compiled together; give the directory, %s", dir, filepath.Dir(dir))
+	}
+	return nil
 }

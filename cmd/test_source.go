@@ -57,9 +57,9 @@ func readTestSource(dir, rev string, staged bool, stderr io.Writer) (*testSource
 	case staged:
 		return stagedTestSource(dir, stderr)
 	}
-	files, err := compiler.ReadDir(dir)
+	files, err := readPolicyDir(dir)
 	if err != nil {
-		return nil, failuref("read policy directory: %v", err)
+		return nil, err
 	}
 	tests, err := workTreeTests(dir)
 	if err != nil {
@@ -142,6 +142,9 @@ func stagedTestSource(dir string, stderr io.Writer) (*testSource, error) {
 		return nil, withCode(ExitFailure, notRepoAdvice(err, "run policyc test --staged inside the repository, or name a policy directory in its work tree as DIR"))
 	}
 	defer repo.Close()
+	if err := fileNotDir(dir); err != nil {
+		return nil, err
+	}
 	rel, err := repo.RelPath(dir)
 	var be *gitsrc.BareError
 	if errors.As(err, &be) {

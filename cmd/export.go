@@ -21,7 +21,7 @@ func newExportCmd() *cobra.Command {
 	var allowCoarse bool
 	var tr tableReader
 	c := &cobra.Command{
-		Use:   "export --target TARGET TABLE_OR_DIR [--catalog DIR] [--principal PRINCIPAL] [--trust KEY.pub] [-o FILE]",
+		Use:   "export claude-code|cursor TABLE_OR_DIR [--catalog DIR] [--principal PRINCIPAL] [--trust KEY.pub] [-o FILE]",
 		Short: "Carry a table's tool decisions into Claude Code or Cursor permission settings",
 		Long: `Write the tool decisions of a decision table (a table file, or a policy
 directory compiled on the fly) as a host's permission settings: a second belt
@@ -58,19 +58,35 @@ Only tools are exported: neither host has permission rules for prompts or
 resources. Decisions are those of --principal (default: a principal with no
 group or scope of its own).
 
+The host may also be given as --target TARGET, before or after the table.
+
 Exit codes: 0 exported (read the notes); 2 usage, or an export that would
 deny whole servers for want of a catalogue (without --allow-coarse); 1 the
 policy does not compile; 3 the table or the catalogue cannot be read, or the
 output written; 10-16 a signed table refused (with --trust).
 
 Examples:
-  policyc export --target claude-code examples/team
-  policyc export --target claude-code team.table.json --catalog policy/catalog -o .claude/settings.policyc.json
-  policyc export --target cursor examples/team --principal alice@example.com -o ~/.cursor/permissions.json
-  policyc export --target claude-code team.signed.json --trust ci.pub --catalog policy/catalog`,
-		Args: argsRange(1, 1),
+  policyc export claude-code examples/team
+  policyc export claude-code team.table.json --catalog policy/catalog -o .claude/settings.policyc.json
+  policyc export cursor examples/team --principal alice@example.com -o ~/.cursor/permissions.json
+  policyc export claude-code team.signed.json --trust ci.pub --catalog policy/catalog`,
+		Args: argsRange(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
-			if target != "claude-code" && target != "cursor" {
+			if len(args) == 2 {
+				switch {
+				case !isExportTarget(args[0]):
+					return usageErrorf("%q is not a host policyc exports to: write claude-code or cursor before the table (see 'policyc export --help')", args[0])
+				case target != "" && target != args[0]:
+					return usageErrorf("the host is given twice, as %s and as --target %s: give it once", args[0], target)
+				}
+				target, args = args[0], args[1:]
+			}
+			switch {
+			case target == "" && isExportTarget(args[0]):
+				return usageErrorf("export %s: which table or policy directory? (policyc export %s TABLE_OR_DIR)", args[0], args[0])
+			case target == "":
+				return usageErrorf("which host? policyc export claude-code|cursor %s", args[0])
+			case !isExportTarget(target):
 				return usageErrorf("--target must be claude-code or cursor, got %q (see 'policyc export --help')", target)
 			}
 			stderr := c.ErrOrStderr()
@@ -117,7 +133,7 @@ Examples:
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&target, "target", "", "the host, `TARGET`: claude-code or cursor")
+	f.StringVar(&target, "target", "", "the host, `TARGET`: claude-code or cursor (or give it before the table)")
 	f.StringVar(&catalogDir, "catalog", "", "the catalogue `DIR`ectory to expand patterns over (default: DIR/catalog when exporting a policy directory)")
 	f.StringVar(&principal, "principal", "", "export the decisions of `PRINCIPAL` (default: one with no group or scope of its own)")
 	addOutputFlag(f, &out, "-", "the settings to `FILE` (atomically) instead of standard output")
@@ -209,3 +225,6 @@ func exportCatalog(arg, dir string) (*catalog.Catalog, error) {
 	}
 	return cat, nil
 }
+
+// isExportTarget reports whether s names a host export writes for.
+func isExportTarget(s string) bool { return s == "claude-code" || s == "cursor" }

@@ -202,7 +202,7 @@ func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*E
 	ex.unknownServers("Cursor")
 	sort.Strings(list)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "// Exported by policyc export --target cursor from %s.\n", source)
+	fmt.Fprintf(&b, "// Exported by policyc export cursor from %s.\n", source)
 	b.WriteString("// Cursor runs the tools listed here without asking and asks before any\n")
 	b.WriteString("// other MCP tool. It cannot deny and has no approval rules: tools the table\n")
 	b.WriteString("// holds for approval or denies are left off, so Cursor asks; the gateway\n")

@@ -301,7 +301,7 @@ mcp_servers: {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `// Exported by policyc export --target cursor from policy.
+	want := `// Exported by policyc export cursor from policy.
 // Cursor runs the tools listed here without asking and asks before any
 // other MCP tool. It cannot deny and has no approval rules: tools the table
 // holds for approval or denies are left off, so Cursor asks; the gateway

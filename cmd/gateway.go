@@ -321,6 +321,9 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	defer g.Close()
 	serving.Store(g)
+	for _, warn := range gatewayWarnings(s, g.Table()) {
+		logger.Warn(warn)
+	}
 	if pg != nil {
 		pg.Serving(ctx, g.Table())
 	}

@@ -3,13 +3,16 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/decide"
 	"github.com/policyc/policyc/runtime/gateway/config"
 )
@@ -62,6 +65,53 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 	}
 	writeApprovalsCheck(w, s, t)
 	writeObserveCheck(w, s)
+	for _, warn := range gatewayWarnings(s, t) {
+		fmt.Fprintf(w, "  warning:   %s\n", warn)
+	}
+}
+
+// gatewayWarnings are what the configuration most likely misspells, as
+// the table sees it: a principal it does not name while it names one close
+// to it (the principal is then decided as anyone, without the narrowing
+// of the groups it was meant to be in), and an upstream it does not have
+// while it has a server of a close name that no upstream serves. Neither
+// is an error: a principal no group names and an upstream the table denies
+// whole are both meant at times. Under access tokens, principals come from
+// the tokens, and are not checked here.
+func gatewayWarnings(s *config.Config, t *decide.Table) []string {
+	var warns []string
+	principal := func(p, where string) {
+		if near := nearPrincipal(t.Source(), p); near != "" {
+			warns = append(warns, fmt.Sprintf("principal %q (%s) is in no group and has no scope of its own in the table, so it is decided as anyone, without any group's narrowing; did you mean %q?", p, where, near))
+		}
+	}
+	if s.Address == "" {
+		principal(s.Principal, "front.stdio.principal")
+	} else {
+		for _, p := range slices.Sorted(maps.Values(s.HTTP.Tokens)) {
+			principal(p, "front.http.principals")
+		}
+	}
+	served := map[string]bool{}
+	for _, u := range s.Gateway.Upstreams {
+		served[u.Name] = true
+	}
+	var unserved []string
+	for name := range t.Source().Servers {
+		if !served[name] {
+			unserved = append(unserved, name)
+		}
+	}
+	slices.Sort(unserved)
+	for _, u := range s.Gateway.Upstreams {
+		if _, ok := t.Source().Servers[u.Name]; ok {
+			continue
+		}
+		if near := compiler.Suggest(u.Name, unserved); near != "" {
+			warns = append(warns, fmt.Sprintf("upstream %q is not in the table, so everything it offers is denied; did you mean %q, a server of the table that no upstream serves?", u.Name, near))
+		}
+	}
+	return slices.Compact(warns)
 }
 
 // writeApprovalsCheck prints the approval gate's lines of gateway --check.
@@ -200,6 +250,7 @@ type gatewayCheckJSON struct {
 	Approvals *checkApprovals `json:"approvals"`
 	Metrics   []string        `json:"metrics,omitempty"`
 	Tracing   *checkTracing   `json:"tracing,omitempty"`
+	Warnings  []string        `json:"warnings,omitempty"`
 }
 
 // tableJSON names a signed table in the JSON of verify and gateway --check.
@@ -295,5 +346,6 @@ func gatewayCheckReport(path string, s *config.Config, t *decide.Table) gatewayC
 	if tr := s.Observe.Tracing; tr != nil {
 		r.Tracing = &checkTracing{Endpoint: traceEndpoint(tr.Endpoint), SampleRatio: tr.SampleRatio, ServiceName: tr.ServiceName}
 	}
+	r.Warnings = gatewayWarnings(s, t)
 	return r
 }

@@ -96,8 +96,18 @@ func tableFileError(path string, err error, reads string) error {
 // close to it: the decisions are then those of anyone without a scope of
 // their own, which a misspelt name should not get silently.
 func notePrincipal(w io.Writer, src *table.Table, principal string) {
+	if near := nearPrincipal(src, principal); near != "" {
+		fmt.Fprintf(w, "policyc: note: principal %q is in no group and has no scope of its own, so it is decided as anyone without one; did you mean %q?\n", principal, near)
+	}
+}
+
+// nearPrincipal returns a principal the table names (in a group's
+// members or with a scope of its own) close to principal, which it does
+// not name: likely the one meant. It returns "" when the table names
+// principal, or names none close to it.
+func nearPrincipal(src *table.Table, principal string) string {
 	if principal == "" {
-		return
+		return ""
 	}
 	known := map[string]bool{}
 	for _, sc := range src.Scopes {
@@ -109,11 +119,7 @@ func notePrincipal(w io.Writer, src *table.Table, principal string) {
 		}
 	}
 	if known[principal] {
-		return
+		return ""
 	}
-	near := compiler.Suggest(principal, slices.Sorted(maps.Keys(known)))
-	if near == "" {
-		return
-	}
-	fmt.Fprintf(w, "policyc: note: principal %q is in no group and has no scope of its own, so it is decided as anyone without one; did you mean %q?\n", principal, near)
+	return compiler.Suggest(principal, slices.Sorted(maps.Keys(known)))
 }

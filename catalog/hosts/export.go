@@ -153,6 +153,29 @@ func denyReason(p *plan) string {
 	return "them by default"
 }
 
+// cursorTool reports whether a tool name can follow "server:" in an
+// mcpAllowlist entry and name that tool only. Cursor's documentation gives
+// the entry as "server:tool" and "server:*" for every tool of a server, and
+// says nothing of how other characters are read: a tool named "*" would
+// make "server:*", which runs every tool of the server, and a ':' or a
+// character a glob reads (?, [, {, \) may match more than the tool. So only
+// the characters MCP's tool-name format (SEP-986) allows are taken: ASCII
+// letters, digits, '_', '-', '.' and '/', none of which is pattern syntax.
+// Any other tool is left off the list, so Cursor asks: stricter.
+func cursorTool(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Cursor exports the table's tool decisions for principal as Cursor's
 // permissions.json: an mcpAllowlist of "server:tool" entries ("server:*" for
 // a whole server). Cursor runs listed tools without asking and asks before
@@ -177,10 +200,14 @@ func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*E
 			}
 			continue
 		}
-		var denied []string
+		var denied, unnamable []string
 		for _, n := range p.names {
 			switch p.decisions[n] {
 			case table.Allow:
+				if !cursorTool(n) {
+					unnamable = append(unnamable, n)
+					continue
+				}
 				list = append(list, p.server+":"+n)
 			case table.Deny:
 				denied = append(denied, n)
@@ -189,6 +216,9 @@ func Cursor(t *decide.Table, cat *catalog.Catalog, principal, source string) (*E
 		}
 		if len(denied) > 0 {
 			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: Cursor cannot deny %s: left off the allowlist, so Cursor asks before each call", p.server, quoteList(denied, 5)))
+		}
+		if len(unnamable) > 0 {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s: the table allows %s, whose name an allowlist entry cannot hold (only letters, digits, '_', '-', '.' and '/'): left off the allowlist, so Cursor asks before each call (stricter)", p.server, quoteList(unnamable, 5)))
 		}
 		outside := p.outside()
 		if p.unlisted[table.Deny] {

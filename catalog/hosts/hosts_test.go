@@ -321,3 +321,48 @@ mcp_servers: {
 		t.Errorf("got:\n%s", ex.File)
 	}
 }
+
+// A catalogued tool whose name Cursor would read as a pattern is left off
+// the allowlist: a tool named "*" the table allows made "linear:*", which
+// ran every tool of the server without asking, the denied ones too.
+func TestExportCursorPatternToolNames(t *testing.T) {
+	rt := load(t, `package policy
+mcp_servers: linear: access: tool: {default: "allow", deny_list: ["drop_*"]}
+`)
+	names := []string{"*", "a:b", "get?", "x[1]", "{a,b}", `back\slash`, "sp ace", "list_issues", "team/list.v2", "drop_table"}
+	snap := &catalog.Snapshot{Server: "linear"}
+	for _, n := range names {
+		snap.Tools = append(snap.Tools, catalog.Tool{Name: n})
+	}
+	catalog.Encode(snap)
+	cat := &catalog.Catalog{Servers: map[string]*catalog.Snapshot{"linear": snap}}
+	ex, err := Cursor(rt, cat, "", "policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := parseCursor(t, ex.File)
+	if want := []string{"linear:list_issues", "linear:team/list.v2"}; !slices.Equal(allow, want) {
+		t.Errorf("mcpAllowlist = %q, want %q", allow, want)
+	}
+	// Each entry names one tool the table allows, with no character a
+	// pattern could read.
+	for _, e := range allow {
+		tool := strings.TrimPrefix(e, "linear:")
+		if strings.ContainsAny(tool, `*:?[{\ `) || rt.Decide("", "linear", table.Tool, tool).Effect != table.Allow {
+			t.Errorf("entry %q may run tools the table does not allow", e)
+		}
+	}
+	notes := strings.Join(ex.Notes, "\n")
+	want := `linear: the table allows "*", "a:b", "back\\slash", "get?", "sp ace" and 2 more, whose name an allowlist entry cannot hold (only letters, digits, '_', '-', '.' and '/'): left off the allowlist, so Cursor asks before each call (stricter)`
+	if !strings.Contains(notes, want) {
+		t.Errorf("notes lack\n%s\n%s", want, notes)
+	}
+	if !strings.Contains(string(ex.File), "//   - "+want+"\n") {
+		t.Errorf("the file's comments lack the note:\n%s", ex.File)
+	}
+	for _, l := range ex.Looser {
+		if l.Table == table.Allow {
+			t.Errorf("an allowed tool reported looser: %+v", l)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,17 +20,28 @@ func init() { register(newInitCmd) }
 type starterFile struct {
 	path string // slash-separated, relative to DIR
 	data string
+	// kept is set for a file a repository may have already (.gitignore):
+	// one that exists is left as it is, and does not stop init.
+	kept bool
 }
 
 func starterFiles() []starterFile {
 	return []starterFile{
-		{"policy.cue", starterPolicy},
-		{testcase.Dir + "/policy.cue", starterTests},
-		{compiler.ConfigFileName, starterLintConfig},
-		{".pre-commit-config.yaml", fmt.Sprintf(starterPreCommit, compiler.Version)},
-		{".github/workflows/policyc.yml", ciWorkflow(compiler.Version, ".")},
+		{"policy.cue", starterPolicy, false},
+		{testcase.Dir + "/policy.cue", starterTests, false},
+		{compiler.ConfigFileName, starterLintConfig, false},
+		{".pre-commit-config.yaml", fmt.Sprintf(starterPreCommit, compiler.Version), false},
+		{".github/workflows/policyc.yml", ciWorkflow(compiler.Version, "."), false},
+		{".gitignore", starterGitignore, true},
 	}
 }
+
+// starterGitignore keeps private signing keys out of commits: init's
+// next steps make one (policyc keygen) in the repository.
+const starterGitignore = `# Private signing keys (policyc keygen -o NAME writes NAME.key and NAME.pub):
+# never commit one. CI signs with the key in its POLICYC_SIGNING_KEY secret.
+*.key
+`
 
 func newInitCmd() *cobra.Command {
 	return &cobra.Command{
@@ -50,6 +62,9 @@ created if missing):
                                   POLICYC_SIGNING_KEY secret (--key-env) and
                                   verifies the table; the same workflow as
                                   examples/ci
+  .gitignore                      ignores *.key, so that a private signing key
+                                  is never committed (an existing .gitignore
+                                  is left as it is, with a note if it does not)
 
 The example compiles, lints clean and passes its tests. init never overwrites a file: if any of
 them exists, it writes nothing and exits 3.
@@ -63,14 +78,19 @@ Examples:
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			files := starterFiles()
-			var existing []string
-			for _, f := range files {
+			var files []starterFile
+			var existing, kept []string
+			for _, f := range starterFiles() {
 				if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.path))); err == nil {
+					if f.kept {
+						kept = append(kept, f.path)
+						continue
+					}
 					existing = append(existing, f.path)
 				} else if !os.IsNotExist(err) {
 					return failuref("%v", err)
 				}
+				files = append(files, f)
 			}
 			if len(existing) > 0 {
 				return failuref("refusing to overwrite %s in %s; move %s away or run policyc init in another directory",
@@ -86,6 +106,12 @@ Examples:
 					return withCode(ExitFailure, err)
 				}
 				fmt.Fprintf(out, "wrote %s\n", filepath.ToSlash(p))
+			}
+			for _, path := range kept {
+				p := filepath.Join(dir, filepath.FromSlash(path))
+				if b, err := os.ReadFile(p); err != nil || !slices.Contains(strings.Fields(string(b)), "*.key") {
+					fmt.Fprintf(out, "kept %s as it is: add the line *.key to it, so that a private signing key is never committed\n", filepath.ToSlash(p))
+				}
 			}
 			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s' and 'policyc test %s', and 'pre-commit install' to lint and test every commit.\n", filepath.ToSlash(dir), filepath.ToSlash(dir))
 			fmt.Fprintf(out, "To let CI sign tables: 'policyc keygen -o policyc-ci', commit policyc-ci.pub as keys/policyc-ci.pub, and store the text of policyc-ci.key as the secret POLICYC_SIGNING_KEY of a GitHub environment named policy-signing (docs/ci.md).\n")

@@ -134,23 +134,31 @@ func runTest(c *cobra.Command, dir string, f testFlags) error {
 	if err != nil {
 		return err
 	}
-	cat := src.Catalog
-	src.Catalog = nil
-	res, err := src.compile(stderr)
-	if err != nil {
-		return err
+	out := testOutput{join: src.join, min: min, minText: f.coverageMin}
+	// Without the catalogue (readTestSource). A policy that does not
+	// compile is reported in the chosen format, as errors in the tests
+	// are, and no test file is read.
+	res := compiler.Compile(compiler.Input{Files: src.Files, Source: src.Source, Serial: src.Serial})
+	if errs := errorsOf(res.Diagnostics); len(errs) > 0 {
+		stopped := "no case was run"
+		if f.snapshot {
+			stopped = "nothing was recorded"
+		}
+		if err := out.writeErrors(stdout, stderr, f.format, errs, "in the policy: "+stopped); err != nil {
+			return withCode(ExitFailure, err)
+		}
+		return withCode(ExitProblems, errSilent)
 	}
 	if f.snapshot {
-		return writeSnapshot(stdout, stderr, dir, f.out, res, cat)
+		return writeSnapshot(stdout, stderr, dir, f.out, res, src.Catalog)
 	}
 	// Every problem at once: the cases the schema accepted are checked
 	// against the table even when others were refused.
 	cases, diags := testcase.Parse(src.tests)
 	diags = append(diags, testcase.Check(cases, res.Table)...)
 	compiler.SortDiagnostics(diags)
-	out := testOutput{join: src.join, min: min, minText: f.coverageMin}
 	if compiler.HasErrors(diags) {
-		if err := out.writeErrors(stdout, stderr, f.format, diags); err != nil {
+		if err := out.writeErrors(stdout, stderr, f.format, diags, "in the tests: no case was run"); err != nil {
 			return withCode(ExitFailure, err)
 		}
 		return withCode(ExitProblems, errSilent)

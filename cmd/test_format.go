@@ -47,10 +47,11 @@ func (o testOutput) write(w io.Writer, format string, rep *testcase.Report, cov 
 	return o.writeText(w, rep, cov)
 }
 
-// writeErrors prints the problems that stop a run: on standard error in
-// text, and in a format other than text also on standard output, so a
-// report or an annotation says why no case ran.
-func (o testOutput) writeErrors(stdout, stderr io.Writer, format string, diags []compiler.Diagnostic) error {
+// writeErrors prints the problems that stop a run, in the policy or in
+// the tests: on standard error in text, and in a format other than text
+// also on standard output, so a report or an annotation says why no case
+// ran. where ends the count of errors: "in the tests: no case was run".
+func (o testOutput) writeErrors(stdout, stderr io.Writer, format string, diags []compiler.Diagnostic, where string) error {
 	errs := 0
 	for _, d := range diags {
 		if d.Severity == compiler.Error {
@@ -58,7 +59,7 @@ func (o testOutput) writeErrors(stdout, stderr io.Writer, format string, diags [
 		}
 		fmt.Fprintln(stderr, d.Rooted(o.join).Format(""))
 	}
-	fmt.Fprintf(stderr, "%s in the tests: no case was run\n", count(errs, "error"))
+	fmt.Fprintf(stderr, "%s %s\n", count(errs, "error"), where)
 	switch format {
 	case "json":
 		return o.writeJSON(stdout, &testcase.Report{}, nil, diags)

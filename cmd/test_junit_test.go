@@ -187,7 +187,8 @@ func checkCounts(root *junitNode) error {
 // TestJUnitValidates: policyc test --format junit writes documents the
 // JUnit schema accepts, with counts that add up, for a run with failures
 // and coverage, a run that passes, a run with no case, and a run that bad
-// input stopped; and the validator refuses what the schema refuses.
+// input or a policy that does not compile stopped; and the validator
+// refuses what the schema refuses.
 func TestJUnitValidates(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string) {
@@ -216,6 +217,8 @@ func TestJUnitValidates(t *testing.T) {
 	}
 	write("tests/bad.cue", "package tests\n\ncases: bad: x: {server: \"gihub\", name: \"x\", expect: \"deny\", rulle: 1}\n")
 	reports["bad input"] = run(1, dir)
+	write("broken.cue", "package policy\n\nmcp_servers: linear: access: tool: alow_list: [\"list_*\"]\n")
+	reports["policy error"] = run(1, dir)
 	for name, doc := range reports {
 		if err := validateJUnit(doc); err != nil {
 			t.Errorf("%s: %v\n%s", name, err, doc)
@@ -226,7 +229,7 @@ func TestJUnitValidates(t *testing.T) {
 			t.Errorf("%s: %v\n%s", name, err, doc)
 		}
 	}
-	if !bytes.Contains(reports["bad input"], []byte("<error ")) || !bytes.Contains(reports["failures and coverage"], []byte(`<failure message="coverage 66.6% is below --coverage-min 100`)) {
+	if !bytes.Contains(reports["bad input"], []byte("<error ")) || !bytes.Contains(reports["policy error"], []byte(`<error message="mcp_servers.linear.access.tool.alow_list: unknown key`)) || !bytes.Contains(reports["failures and coverage"], []byte(`<failure message="coverage 66.6% is below --coverage-min 100`)) {
 		t.Errorf("the reports lack their error or coverage failure:\n%s\n%s", reports["bad input"], reports["failures and coverage"])
 	}
 

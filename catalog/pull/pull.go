@@ -23,9 +23,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/policyc/policyc/catalog"
+	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/httpheader"
 	"github.com/policyc/policyc/internal/mcplist"
 	"github.com/policyc/policyc/internal/procexit"
+	"github.com/policyc/policyc/internal/termsafe"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -311,7 +313,10 @@ func (p *puller) pull(ctx context.Context) (*catalog.Snapshot, error) {
 // explain turns a failure into an error that says what was happening, and
 // what the server said on its standard error.
 func (p *puller) explain(ctx context.Context, err error, timeout time.Duration) error {
-	msg := err.Error()
+	// The SDK's error carries what the server chose to say (a JSON-RPC
+	// error's message): escaped, so that it cannot steer the terminal or
+	// start a line of its own.
+	msg := termsafe.String(err.Error())
 	stage, _ := p.stage.Load().(string)
 	// A stream of bytes that is not JSON, or JSON that is not JSON-RPC
 	// (the MCP Go SDK v1.8.0's "invalid message version tag", which has
@@ -385,7 +390,9 @@ func (t *tail) lastLine() string {
 
 // sdkLog collects what the SDK's client logs at error level: the tools it
 // drops from a listing as invalid, and wire errors it would otherwise only
-// log.
+// log. Attributes come from the server (a tool's name, its error's text):
+// a string is quoted, anything else escaped, so that none reaches the
+// terminal raw.
 type sdkLog struct {
 	mu   sync.Mutex
 	msgs []string
@@ -398,9 +405,14 @@ func (l *sdkLog) WithGroup(string) slog.Handler                 { return l }
 
 func (l *sdkLog) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
-	b.WriteString(r.Message)
+	b.WriteString(termsafe.String(r.Message))
 	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		v := a.Value.Resolve()
+		if v.Kind() == slog.KindString {
+			fmt.Fprintf(&b, " %s=%s", termsafe.String(a.Key), clip.Quote(v.String()))
+		} else {
+			fmt.Fprintf(&b, " %s=%s", termsafe.String(a.Key), termsafe.String(v.String()))
+		}
 		return true
 	})
 	l.mu.Lock()

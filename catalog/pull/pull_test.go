@@ -450,3 +450,29 @@ func TestExplainNotJSONRPCWhicheverErrorTheSDKReports(t *testing.T) {
 		}
 	}
 }
+
+// What an upstream says in an error, or names a tool the SDK drops, reaches
+// the terminal escaped: a server cannot clear the screen or write a line
+// of its own ("FAKE LINE: all good") into the pull's report.
+func TestPullEscapesUpstreamText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ mode, want string }{
+		{"list-error", `tools/list: calling "tools/list": \x1b[2J\x0aFAKE LINE: all good`},
+		{"bad-tool", `tools/list: malformed listing: excluding tool from tools/list tool="\x1b[2J\nFAKE LINE: all good" error=`},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			r := pullOne(t, Command("s", testserver, []string{"-mode", tc.mode}, nil, ""), 10*time.Second)
+			if r.Err == nil {
+				t.Fatal("the pull succeeded")
+			}
+			msg := r.Err.Error()
+			if strings.ContainsAny(msg, "\x1b\n\r") {
+				t.Errorf("the error carries the upstream's controls raw: %q", msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("error %q does not say %q", msg, tc.want)
+			}
+		})
+	}
+}

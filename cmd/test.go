@@ -134,7 +134,7 @@ func runTest(c *cobra.Command, dir string, f testFlags) error {
 	if err != nil {
 		return err
 	}
-	out := testOutput{join: src.join, min: min, minText: f.coverageMin}
+	out := testOutput{join: src.join, file: src.file, min: min, minText: f.coverageMin}
 	// Without the catalogue (readTestSource). A policy that does not
 	// compile is reported in the chosen format, as errors in the tests
 	// are, and no test file is read.

@@ -19,6 +19,9 @@ type testOutput struct {
 	// join prints a file name relative to the policy root as the user
 	// reads it.
 	join func(string) string
+	// file names a file in a workflow annotation's file property
+	// (testSource.file).
+	file func(string) string
 	// min is --coverage-min, nil without it; minText as it was given.
 	min     *big.Rat
 	minText string
@@ -310,10 +313,12 @@ func (o testOutput) writeJSON(w io.Writer, rep *testcase.Report, cov *testcase.C
 
 func (o testOutput) writeGitHub(w io.Writer, rep *testcase.Report, cov *testcase.Coverage, diags []compiler.Diagnostic) error {
 	ew := &testWriter{w: w}
+	// p is relative to the policy root: the file property names it as
+	// o.file does; the message names places as the text does.
 	annotate := func(cmd string, p compiler.Position, title, msg string) {
 		var props []string
 		if p.File != "" {
-			props = append(props, "file="+ghEscape(p.File, true))
+			props = append(props, "file="+ghEscape(o.file(p.File), true))
 			if p.Line > 0 {
 				props = append(props, fmt.Sprintf("line=%d", p.Line))
 				if p.Column > 0 {
@@ -325,22 +330,22 @@ func (o testOutput) writeGitHub(w io.Writer, rep *testcase.Report, cov *testcase
 		ew.printf("::%s %s::%s\n", cmd, strings.Join(props, ","), ghEscape(msg, false))
 	}
 	for _, d := range diags {
-		d = d.Rooted(o.join)
-		msg := d.Message
-		if d.Suggestion != "" {
-			msg += "\n" + d.Suggestion
+		rooted := d.Rooted(o.join)
+		msg := rooted.Message
+		if rooted.Suggestion != "" {
+			msg += "\n" + rooted.Suggestion
 		}
 		annotate(map[bool]string{true: "error", false: "warning"}[d.Severity == compiler.Error], d.Pos, "policyc "+d.Code, msg)
 	}
 	for i := range rep.Results {
 		if r := &rep.Results[i]; !r.Passed {
-			annotate("error", o.pos(r.Case.Pos), "policyc test "+r.Case.FullName(), o.failure(r)+"\n"+o.explanation(r))
+			annotate("error", r.Case.Pos, "policyc test "+r.Case.FullName(), o.failure(r)+"\n"+o.explanation(r))
 		}
 	}
 	if cov != nil {
 		for _, rc := range cov.Rules {
 			if rc.Reach != compiler.Unreachable && rc.Cases == 0 {
-				annotate("notice", o.pos(rc.Pos), "policyc test coverage", "no case decided "+rc.Label())
+				annotate("notice", rc.Pos, "policyc test coverage", "no case decided "+rc.Label())
 			}
 		}
 		if o.min != nil && !cov.Meets(o.min) {

@@ -31,6 +31,10 @@ type testSource struct {
 	// join prints a file name relative to the policy root as the user
 	// reads it: joined to DIR, or REV:path/file for a revision.
 	join func(string) string
+	// file names it as a workflow annotation's file property: as join
+	// does, but a revision's file by its path in the repository, the
+	// file GitHub attaches the annotation to.
+	file func(string) string
 }
 
 // isTestFile reports whether a file of the tests directory is a test file.
@@ -51,9 +55,9 @@ func readTestSource(dir, rev string, staged bool, stderr io.Writer) (*testSource
 		if err != nil {
 			return nil, err
 		}
-		prefix := rev + ":"
+		inRepo := func(f string) string { return path.Join(src.Source.PolicyPath, f) }
 		return &testSource{policySource: src, tests: tests,
-			join: func(f string) string { return prefix + path.Join(src.Source.PolicyPath, f) }}, nil
+			join: func(f string) string { return rev + ":" + inRepo(f) }, file: inRepo}, nil
 	case staged:
 		return stagedTestSource(dir, stderr)
 	}
@@ -70,7 +74,8 @@ func readTestSource(dir, rev string, staged bool, stderr io.Writer) (*testSource
 		return nil, err
 	}
 	src := &policySource{Files: files, Source: table.Source{PolicyPath: filepath.ToSlash(filepath.Clean(dir))}, root: dir, Catalog: cat}
-	return &testSource{policySource: src, tests: tests, join: compiler.JoinRoot(filepath.ToSlash(dir))}, nil
+	join := compiler.JoinRoot(filepath.ToSlash(dir))
+	return &testSource{policySource: src, tests: tests, join: join, file: join}, nil
 }
 
 // workTreeTests reads the test files of the policy in dir: none when it
@@ -174,7 +179,8 @@ func stagedTestSource(dir string, stderr io.Writer) (*testSource, error) {
 	}
 	noteUnstagedTests(stderr, dir, files, tests)
 	src := &policySource{Files: files, Source: table.Source{PolicyPath: rel}, root: dir, Catalog: cat}
-	return &testSource{policySource: src, tests: tests, join: compiler.JoinRoot(filepath.ToSlash(dir))}, nil
+	join := compiler.JoinRoot(filepath.ToSlash(dir))
+	return &testSource{policySource: src, tests: tests, join: join, file: join}, nil
 }
 
 // noteUnstagedTests says, in one line on standard error, which policy and

@@ -15,7 +15,10 @@ import (
 // testsuite per group of cases, one testcase per case, a failure element
 // for a case that failed and an error element for a problem that stopped
 // the run. No time or timestamp: the report of a run is the same bytes
-// every time.
+// every time. The suites policyc adds, for --coverage-min and for the
+// problems that stopped a run, are named "policyc test ...": a name with a
+// space, which no group of cases can have (schema #Name), so each suite
+// name is one thing.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -69,8 +72,8 @@ func (o testOutput) writeJUnit(w io.Writer, rep *testcase.Report, cov *testcase.
 		s.Cases = append(s.Cases, jc)
 	}
 	if cov != nil && o.min != nil {
-		s := junitSuite{Name: "coverage", Tests: 1}
-		jc := junitCase{Name: "coverage-min " + o.minText, Classname: "coverage"}
+		s := junitSuite{Name: "policyc test coverage", Tests: 1}
+		jc := junitCase{Name: "coverage-min " + o.minText, Classname: s.Name}
 		if !cov.Meets(o.min) {
 			var text strings.Builder
 			for _, rc := range cov.Rules {

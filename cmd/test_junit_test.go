@@ -157,10 +157,16 @@ func contains(ss []string, s string) bool {
 
 // checkCounts checks what the schema cannot: each testsuite's tests,
 // failures and errors count its testcases, failure and error elements, and
-// testsuites' their sums.
+// testsuites' their sums; no two testsuites have one name (a CI report
+// would show them as one).
 func checkCounts(root *junitNode) error {
 	total := map[string]int{}
+	names := map[string]bool{}
 	for _, s := range root.children {
+		if names[s.attrs["name"]] {
+			return fmt.Errorf("two testsuites are named %q", s.attrs["name"])
+		}
+		names[s.attrs["name"]] = true
 		got := map[string]int{"tests": len(s.children)}
 		for _, c := range s.children {
 			for _, p := range c.children {
@@ -201,7 +207,7 @@ func TestJUnitValidates(t *testing.T) {
 		}
 	}
 	write("policy.cue", "package policy\n\nmcp_servers: github: access: tool: {\n\tallow_list: [\"get_*\", \"list_*\"]\n\tdeny_list: [\"get_secret\"]\n}\n")
-	write("tests/a.cue", "package tests\n\ncases: github: {\n\t\"reads\": {server: \"github\", name: \"get_issue\", expect: \"allow\"}\n\t\"reads a <secret> & ]]> \\u0007\": {server: \"github\", name: \"get_secret\", expect: \"allow\"}\n}\ncases: other: x: {server: \"github\", name: \"x\", expect: \"deny\"}\n")
+	write("tests/a.cue", "package tests\n\ncases: github: {\n\t\"reads\": {server: \"github\", name: \"get_issue\", expect: \"allow\"}\n\t\"reads a <secret> & ]]> \\u0007\": {server: \"github\", name: \"get_secret\", expect: \"allow\"}\n}\ncases: other: x: {server: \"github\", name: \"x\", expect: \"deny\"}\ncases: coverage: x: {server: \"github\", name: \"x\", expect: \"deny\"}\n")
 	run := func(want int, args ...string) []byte {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
@@ -212,7 +218,7 @@ func TestJUnitValidates(t *testing.T) {
 	}
 	reports := map[string][]byte{
 		"failures and coverage": run(1, "--coverage-min", "100", dir),
-		"passes":                run(0, "--run", "reads$|other", dir),
+		"passes":                run(0, "--run", "reads$|other|coverage", dir),
 		"no case":               run(0, "--run", "nosuch", dir),
 	}
 	write("tests/bad.cue", "package tests\n\ncases: bad: x: {server: \"gihub\", name: \"x\", expect: \"deny\", rulle: 1}\n")

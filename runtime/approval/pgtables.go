@@ -50,11 +50,11 @@ func (s *PostgresStore) AcceptTable(ctx context.Context, t *decide.Table, readOn
 			where := fmt.Sprintf("accepted by replica %s at %s (the state database's accepted_table)", last.by, last.at.UTC().Format(time.RFC3339))
 			switch {
 			case int64(src.Serial) < last.serial:
-				refusal = fmt.Errorf("%w: table serial %d is older than serial %d, %s: refusing a rollback to an older policy; deploy a table built from the current commit", decide.ErrRollback, src.Serial, last.serial, where)
+				refusal = fmt.Errorf("%w: table serial %d is older than serial %d, %s: refusing a rollback to an older policy; deploy a table built from the current commit%s", decide.ErrRollback, src.Serial, last.serial, where, decide.WorkTreeHint(src.Serial, ""))
 			case int64(src.Serial) == last.serial && src.Digest != last.digest && content != last.content:
-				refusal = fmt.Errorf("%w: table serial %d is the serial %s, but its content differs: a changed table must carry a newer serial", decide.ErrRollback, src.Serial, where)
+				refusal = fmt.Errorf("%w: table serial %d is the serial %s, but its content differs: a changed table must carry a newer serial%s", decide.ErrRollback, src.Serial, where, decide.WorkTreeHint(src.Serial, ""))
 			case int64(src.Serial) == last.serial && src.Digest != last.digest && !table.ExtendsExpiry(src.Expires, last.expires):
-				refusal = fmt.Errorf("%w: table serial %d, %s, is re-signed with an expiry of %q, which does not extend the accepted one's (%q): a renewal must extend it", decide.ErrRollback, src.Serial, where, src.Expires, last.expires)
+				refusal = fmt.Errorf("%w: table serial %d, %s, is re-signed with %s, which does not extend the accepted one's (%s): a renewal must extend it", decide.ErrRollback, src.Serial, where, decide.ExpiryText(src.Expires), decide.ExpiryText(last.expires))
 			}
 			if refusal != nil || readOnly || last.serial == int64(src.Serial) && last.digest == src.Digest {
 				return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +81,30 @@ type RollbackError struct {
 
 func (e *RollbackError) Error() string {
 	return fmt.Sprintf("table serial %d is older than serial %d, the last accepted (recorded in %s): refusing a rollback to an older policy; deploy a table built from the current commit",
-		e.Serial, e.Last, e.State)
+		e.Serial, e.Last, e.State) + WorkTreeHint(e.Serial, e.State)
+}
+
+// WorkTreeHint is what a rollback refusal of a table of serial adds when
+// serial is 0: the serial of a build of a work tree with changes not
+// committed, or of a policy outside git, which a developer trying a policy
+// on their own machine meets at the second build. statePath, when not "",
+// is the state file that recorded the last accepted table.
+func WorkTreeHint(serial uint64, statePath string) string {
+	switch {
+	case serial != 0:
+		return ""
+	case statePath == "":
+		return " (serial 0 is a build of uncommitted changes, or of a policy outside git: commit and compile --rev HEAD)"
+	}
+	return fmt.Sprintf(" (serial 0 is a build of uncommitted changes, or of a policy outside git: commit and compile --rev HEAD, or, to try a policy on this machine only, remove %s, which holds nothing else, and start the gateway again)", statePath)
+}
+
+// ExpiryText is how a refusal names the expiry exp, "" for none.
+func ExpiryText(exp string) string {
+	if exp == "" {
+		return "no expiry"
+	}
+	return strconv.Quote(exp)
 }
 
 // VerifyOptions says whom to trust and where the gateway keeps its state.
@@ -249,9 +273,9 @@ func LoadVerified(envelopeBytes []byte, opts VerifyOptions) (*Table, *Verified, 
 				// re-signed at most with a later expiry (a renewal).
 				switch {
 				case table.ContentDigest(src) != last.Content:
-					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted serial (recorded in %s) but its content differs: a changed table must carry a newer serial", src.Serial, statePath)
+					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted serial (recorded in %s) but its content differs: a changed table must carry a newer serial%s", src.Serial, statePath, WorkTreeHint(src.Serial, statePath))
 				case !table.ExtendsExpiry(src.Expires, last.Expires):
-					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted table (recorded in %s) re-signed with an expiry of %q, which does not extend the accepted one's (%q): a renewal must extend it", src.Serial, statePath, src.Expires, last.Expires)
+					return nil, nil, refusef(ErrRollback, "table serial %d is the last accepted table (recorded in %s) re-signed with %s, which does not extend the accepted one's (%s): a renewal must extend it", src.Serial, statePath, ExpiryText(src.Expires), ExpiryText(last.Expires))
 				}
 			}
 		}

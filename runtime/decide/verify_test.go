@@ -373,6 +373,8 @@ func TestLoadVerifiedRollback(t *testing.T) {
 	} {
 		if _, err := load(in); verifyRefusalOf(t, err) != decide.ErrRollback || !strings.Contains(err.Error(), "serial 5") {
 			t.Errorf("%s at the accepted serial: err = %v", name, err)
+		} else if name == "no expiry" && !strings.Contains(err.Error(), `re-signed with no expiry, which does not extend the accepted one's ("2099-01-01T00:00:00Z")`) {
+			t.Errorf("no expiry at the accepted serial: the refusal does not say so: %v", err)
 		}
 		if readState() != renewed {
 			t.Errorf("%s: the state changed: %s", name, readState())
@@ -597,6 +599,39 @@ func BenchmarkLoadVerified(b *testing.B) {
 // Two processes (a gateway reloading, policyc verify --state) recording
 // tables at once: whichever order they run in, the newer serial is what
 // the state keeps, never the older one written last.
+// A table of serial 0, the build of uncommitted changes, refused as a
+// rollback says how to go on, as a developer trying an edited policy meets
+// it at the second build; other serials' refusals do not.
+func TestLoadVerifiedWorkTreeHint(t *testing.T) {
+	k := verifyKey(1)
+	opts := verifyTrust(k)
+	opts.StateDir = t.TempDir()
+	state := filepath.Join(opts.StateDir, decide.StateFile)
+	load := func(tb *table.Table) error {
+		_, _, err := decide.LoadVerified(verifySeal(table.PayloadType, verifyEncode(t, tb), k), opts)
+		return err
+	}
+	const hint = "serial 0 is a build of uncommitted changes"
+	if err := load(verifySmallTable(0, "")); err != nil {
+		t.Fatal(err)
+	}
+	edited := verifySmallTable(0, "")
+	edited.Servers["gh"].Tool.Rules[1].Pattern = "*"
+	err := load(edited)
+	if verifyRefusalOf(t, err) != decide.ErrRollback || !strings.Contains(err.Error(), hint) || !strings.Contains(err.Error(), "remove "+state) {
+		t.Fatalf("other content at serial 0: err = %v", err)
+	}
+	if err := load(verifySmallTable(3, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(verifySmallTable(0, "")); verifyRefusalOf(t, err) != decide.ErrRollback || !strings.Contains(err.Error(), hint) {
+		t.Fatalf("serial 0 after 3: err = %v", err)
+	}
+	if err := load(verifySmallTable(2, "")); verifyRefusalOf(t, err) != decide.ErrRollback || strings.Contains(err.Error(), hint) {
+		t.Fatalf("serial 2 after 3: err = %v", err)
+	}
+}
+
 func TestLoadVerifiedConcurrentState(t *testing.T) {
 	k := verifyKey(1)
 	six := verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(6, "")), k)

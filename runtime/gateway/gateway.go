@@ -493,13 +493,13 @@ func (g *Gateway) watchExpiry(t *decide.Table) {
 func (g *Gateway) replaces(t, cur *decide.Table) error {
 	switch {
 	case t.Serial() < cur.Serial():
-		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit", decide.ErrRollback, t.Serial(), cur.Serial())
+		return fmt.Errorf("%w: table serial %d is older than serial %d, which is serving; deploy a table built from the current commit%s", decide.ErrRollback, t.Serial(), cur.Serial(), decide.WorkTreeHint(t.Serial(), ""))
 	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.Renews(t.Source(), cur.Source()):
-		return fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial", t.Serial(), t.Digest(), cur.Digest())
+		return fmt.Errorf("table serial %d is the serving table's serial but its content differs (%s, serving %s): a changed table must carry a newer serial%s", t.Serial(), t.Digest(), cur.Digest(), decide.WorkTreeHint(t.Serial(), ""))
 	case t.Serial() == cur.Serial() && t.Digest() != cur.Digest() && !table.ExtendsExpiry(t.Source().Expires, cur.Source().Expires):
 		// A renewal extends the expiry: going back to an earlier one, or
 		// to none, would undo a shortened expiry with an older envelope.
-		return fmt.Errorf("table serial %d is the serving table re-signed with an expiry of %q, which does not extend the serving one's (%q): a renewal must extend it", t.Serial(), t.Source().Expires, cur.Source().Expires)
+		return fmt.Errorf("table serial %d is the serving table re-signed with %s, which does not extend the serving one's (%s): a renewal must extend it", t.Serial(), decide.ExpiryText(t.Source().Expires), decide.ExpiryText(cur.Source().Expires))
 	}
 	return g.enforceable(t)
 }

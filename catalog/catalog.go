@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/policyc/policyc/internal/jsonerr"
 	"github.com/policyc/policyc/internal/suggest"
 	"github.com/policyc/policyc/runtime/table"
@@ -97,16 +99,22 @@ func (t *Tool) MayDestroy() bool {
 	return t.Annotations == nil || t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint
 }
 
-// InputSchemaDigest is "sha256:" and the hex SHA-256 of the canonical input
-// schema; "" when the tool has none. Two snapshots of a tool have the same
-// digest exactly when their input schemas are the same JSON value.
+// InputSchemaDigest is "sha256:" and the hex SHA-256 of the input schema in
+// the JSON Canonicalization Scheme of RFC 8785, as the definition digest
+// writes it; "" when the tool has none. Two snapshots of a tool have the
+// same digest exactly when their input schemas are the same JSON value:
+// key order, white space and number spelling (10, 10.0, 1e1) aside. A
+// schema JCS cannot write (a number past float64's range) is digested in
+// the form Canonicalize gives it.
 func (t *Tool) InputSchemaDigest() string {
 	if len(t.InputSchema) == 0 {
 		return ""
 	}
-	b, err := Canonicalize(t.InputSchema)
+	b, err := jcs.Transform(t.InputSchema)
 	if err != nil {
-		b = t.InputSchema
+		if b, err = Canonicalize(t.InputSchema); err != nil {
+			b = t.InputSchema
+		}
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -152,7 +160,9 @@ type ResourceTemplate struct {
 
 // Canonicalize returns the canonical form of a JSON value: object keys
 // sorted, no insignificant white space, numbers as written, no HTML
-// escaping. It refuses input that is not exactly one JSON value.
+// escaping. It refuses input that is not exactly one JSON value. It is the
+// form a snapshot file holds; digests and Equal compare values in the JCS
+// form instead, where 10 and 10.0 are one number.
 func Canonicalize(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

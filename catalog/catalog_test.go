@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -234,6 +236,47 @@ func TestInputSchemaDigestIgnoresLayout(t *testing.T) {
 	}
 	if (&Tool{}).InputSchemaDigest() != "" {
 		t.Errorf("no schema: want no digest")
+	}
+}
+
+// The input-schema digest reads numbers as the definition digest (RFC 8785)
+// does: 10, 10.0 and 1e1 are one number, so a schema spelt either way has
+// one digest, snapshots that differ only so are Equal, and a diff names
+// only what changed. A schema written with plain integers keeps the digest
+// of its bytes in canonical form, as before.
+func TestInputSchemaDigestNumberSpelling(t *testing.T) {
+	tool := func(max, desc string) Tool {
+		return Tool{Name: "t", Description: desc, InputSchema: json.RawMessage(`{"type":"integer","maximum":` + max + `}`)}
+	}
+	plain := tool("10", "")
+	sum := sha256.Sum256([]byte(`{"maximum":10,"type":"integer"}`))
+	if got, want := plain.InputSchemaDigest(), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("the digest of a schema with a plain integer changed: %s, want %s", got, want)
+	}
+	for _, max := range []string{"10.0", "1e1", "10E0", "1.0e+1", "100e-1"} {
+		other := tool(max, "")
+		if other.DefinitionDigest() != plain.DefinitionDigest() {
+			t.Fatalf("maximum %s: the definition digests differ", max)
+		}
+		if other.InputSchemaDigest() != plain.InputSchemaDigest() {
+			t.Errorf("maximum %s: input-schema digest %s, %s for 10", max, other.InputSchemaDigest(), plain.InputSchemaDigest())
+		}
+		a, b := &Snapshot{Server: "s", Tools: []Tool{plain}}, &Snapshot{Server: "s", Tools: []Tool{other}}
+		if !Equal(a, b) || len(Diff(a, b)) != 0 {
+			t.Errorf("maximum %s: Equal=%v, Diff=%v", max, Equal(a, b), Diff(a, b))
+		}
+		if got := DiffTool(tool("10", "Reads."), tool(max, "Reads one.")); len(got) != 1 || !strings.HasPrefix(got[0], "description changed: ") {
+			t.Errorf("maximum %s and a new description: %q, want the description only", max, got)
+		}
+	}
+	if eleven := tool("11", ""); eleven.InputSchemaDigest() == plain.InputSchemaDigest() ||
+		Equal(&Snapshot{Server: "s", Tools: []Tool{plain}}, &Snapshot{Server: "s", Tools: []Tool{eleven}}) {
+		t.Errorf("another number has the same digest, or is Equal")
+	}
+	// A number JCS cannot write still has a digest of its own.
+	huge, huger := tool("1e400", ""), tool("1e401", "")
+	if huge.InputSchemaDigest() == "" || huge.InputSchemaDigest() == huger.InputSchemaDigest() {
+		t.Errorf("1e400: digest %q", huge.InputSchemaDigest())
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/policyc/policyc/internal/clip"
 )
 
@@ -235,9 +237,20 @@ func diffTemplate(a, b ResourceTemplate) []string {
 	return orChanged(ws)
 }
 
-// Equal reports whether two snapshots encode to the same bytes.
+// Equal reports whether two snapshots offer the same: their encodings are
+// the same JSON value in the JCS form the digests use, so that a schema's
+// number spelling (10, 10.0, 1e1), which the file keeps as written, makes
+// no difference, as it makes none to a definition digest.
 func Equal(a, b *Snapshot) bool {
 	x, errA := Encode(cloneSnapshot(a))
 	y, errB := Encode(cloneSnapshot(b))
-	return errA == nil && errB == nil && bytes.Equal(x, y)
+	if errA != nil || errB != nil {
+		return false
+	}
+	jx, errA := jcs.Transform(x)
+	jy, errB := jcs.Transform(y)
+	if errA != nil || errB != nil {
+		return bytes.Equal(x, y) // a number JCS cannot write
+	}
+	return bytes.Equal(jx, jy)
 }

@@ -476,3 +476,29 @@ func TestPullEscapesUpstreamText(t *testing.T) {
 		})
 	}
 }
+
+// The SDK reads a listed schema's numbers as float64, so a snapshot holds
+// them in their shortest form (10.0 and 1e0 are written 10 and 1), not as
+// the server spelt them; a snapshot edited by hand to the server's spelling
+// has the same digests and is Equal to it.
+func TestPullNumberSpelling(t *testing.T) {
+	spelt := `{"type":"object","properties":{"n":{"type":"integer","maximum":10.0,"minimum":1e0}}}`
+	r := pullOne(t, malformed("tools/list", &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "t", InputSchema: json.RawMessage(spelt)}}}), 5*time.Second)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	encode(t, r.Snapshot) // canonicalizes the schemas
+	if got, want := string(r.Snapshot.Tools[0].InputSchema), `{"properties":{"n":{"maximum":10,"minimum":1,"type":"integer"}},"type":"object"}`; got != want {
+		t.Errorf("pulled schema %s, want %s", got, want)
+	}
+	byHand := *r.Snapshot
+	byHand.Tools = []catalog.Tool{{Name: "t", InputSchema: json.RawMessage(spelt)}}
+	hand := encode(t, &byHand)
+	if _, canonical, err := catalog.Decode(hand); err != nil || !canonical || !bytes.Contains(hand, []byte(`"maximum": 10.0`)) {
+		t.Errorf("the server's spelling: canonical=%v err=%v\n%s", canonical, err, hand)
+	}
+	pulled := &r.Snapshot.Tools[0]
+	if pulled.InputSchemaDigest() != byHand.Tools[0].InputSchemaDigest() || pulled.DefinitionDigest() != byHand.Tools[0].DefinitionDigest() || !catalog.Equal(r.Snapshot, &byHand) {
+		t.Errorf("the pulled snapshot and the server's spelling differ: %s %s", pulled.InputSchemaDigest(), byHand.Tools[0].InputSchemaDigest())
+	}
+}

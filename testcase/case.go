@@ -15,7 +15,9 @@ package testcase
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -93,21 +95,61 @@ func Parse(files []compiler.File) ([]*Case, []compiler.Diagnostic) {
 	if err != nil {
 		return nil, diags
 	}
+	// A case's fields written as a group's cases: their keys, and the
+	// one problem of each group that holds them.
+	ungrouped := map[string]bool{}
+	var misplaced []compiler.Diagnostic
 	for groups.Next() {
 		group := groups.Selector().Unquoted()
 		it, err := groups.Value().Fields()
 		if err != nil {
 			continue
 		}
+		var fields []string
+		var server string
+		hasCases := false
 		for it.Next() {
 			name := it.Selector().Unquoted()
 			key := "cases." + group + "." + name
+			if caseFields[name] && it.Value().IncompleteKind()&cue.StructKind == 0 {
+				// A case's field where a case is expected: the case is
+				// written without its group (cases: "a": {server: ...}).
+				fields = append(fields, name)
+				ungrouped[key] = true
+				if name == "server" {
+					server, _ = it.Value().String()
+				}
+				continue
+			}
+			hasCases = true
 			c, problems := decodeCase(it.Value(), group, name, ev.KeyPos(key))
 			diags = append(diags, problems...)
 			if c != nil {
 				cases = append(cases, c)
 			}
 		}
+		if len(fields) > 0 {
+			at := "cases." + group // the case written as its group
+			if hasCases {
+				at += "." + fields[0] // a field among the cases
+			} else {
+				ungrouped[at] = true // its name is a case's, not a group's
+			}
+			misplaced = append(misplaced, ungroupedCase(group, fields, server, hasCases, ev.KeyPos(at)))
+		}
+	}
+	if len(misplaced) > 0 {
+		// Their own errors (a string is not a case, a group's name has no
+		// space) say less than the one problem of their group.
+		diags = slices.DeleteFunc(diags, func(d compiler.Diagnostic) bool {
+			for key := d.Path; key != ""; key = key[:max(strings.LastIndexByte(key, '.'), 0)] {
+				if ungrouped[key] {
+					return true
+				}
+			}
+			return false
+		})
+		diags = append(diags, misplaced...)
 	}
 	diags = dropMissing(diags)
 	slices.SortStableFunc(cases, func(a, b *Case) int {
@@ -116,6 +158,43 @@ func Parse(files []compiler.File) ([]*Case, []compiler.Diagnostic) {
 	})
 	compiler.SortDiagnostics(diags)
 	return cases, diags
+}
+
+// caseFields are the fields of a case (#Case in schema/test.cue).
+var caseFields = map[string]bool{"principal": true, "groups": true, "server": true, "kind": true, "name": true, "expect": true, "rule": true}
+
+// ungroupedCase is the problem of a group that holds fields of a case,
+// not cases: a case written without its group, or (when the group has
+// cases too) a field meant for each of them.
+func ungroupedCase(group string, fields []string, server string, hasCases bool, pos compiler.Position) compiler.Diagnostic {
+	path := "cases." + group
+	what := "field " + fields[0]
+	if len(fields) > 1 {
+		what = "fields " + strings.Join(fields[:len(fields)-1], ", ") + " and " + fields[len(fields)-1]
+	}
+	in := "GROUP"
+	if server != "" {
+		in = label(server)
+	}
+	d := compiler.Diagnostic{Pos: pos, Code: compiler.CodeType, Severity: compiler.Error, Path: path,
+		Message:    fmt.Sprintf("%s: a case's %s, written where a case is expected: cases are grouped, cases: GROUP: NAME: {...}", path, what),
+		Suggestion: fmt.Sprintf("write the case in a group: cases: %s: %q: {...}", in, group)}
+	if hasCases {
+		d.Message = fmt.Sprintf("%s: a case's %s, written among the cases of group %q", path, what, group)
+		d.Suggestion = fmt.Sprintf("to give every case of the group a field, write it under a pattern: cases: %s: [_]: %s: ...", label(group), fields[0])
+	}
+	return d
+}
+
+// identRE matches a CUE label that needs no quotes.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// label is name as a CUE label: quoted unless it is an identifier.
+func label(name string) string {
+	if identRE.MatchString(name) {
+		return name
+	}
+	return strconv.Quote(name)
 }
 
 // decodeCase reads one case. A field the schema refused is not read (its

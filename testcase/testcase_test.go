@@ -179,6 +179,31 @@ cases: g: {
 	}
 }
 
+// TestParseUngroupedCase: a case written where a group is expected is one
+// error at the group's key, saying cases are grouped, not an error per
+// field (a string is not a case, the case has no server); a field meant
+// for every case of a group is one error at the field. A case named like
+// a field is a case.
+func TestParseUngroupedCase(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`cases: "a": {server: "github", name: "get_issue", expect: "allow"}`,
+			"tests/a.cue:3:8: error[type-error]: cases.a: a case's fields server, name and expect, written where a case is expected: cases are grouped, cases: GROUP: NAME: {...}\n\twrite the case in a group: cases: github: \"a\": {...}\n"},
+		{`cases: "a b": {name: "x", rule: "default"}`,
+			"tests/a.cue:3:8: error[type-error]: cases.a b: a case's fields name and rule, written where a case is expected: cases are grouped, cases: GROUP: NAME: {...}\n\twrite the case in a group: cases: GROUP: \"a b\": {...}\n"},
+		{"cases: \"my-group\": {\n\tgroups: [\"contractors\"]\n\t\"reads\": {server: \"github\", name: \"get_issue\", expect: \"allow\"}\n}",
+			"tests/a.cue:4:2: error[type-error]: cases.my-group: a case's field groups, written among the cases of group \"my-group\"\n\tto give every case of the group a field, write it under a pattern: cases: \"my-group\": [_]: groups: ...\n"},
+		{`cases: g: server: {server: "github", name: "get_issue", expect: "allow"}`, ""},
+	} {
+		cases, diags := Parse([]compiler.File{{Name: "tests/a.cue", Data: []byte("package tests\n\n" + tc.src + "\n")}})
+		if got := formatAll(diags); got != tc.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", tc.src, got, tc.want)
+		}
+		if tc.want == "" && (len(cases) != 1 || cases[0].FullName() != "g/server") {
+			t.Errorf("%s: cases %v, want g/server", tc.src, cases)
+		}
+	}
+}
+
 func TestCheckProblems(t *testing.T) {
 	res := compileTest(t, testPolicy)
 	cases, diags := Parse([]compiler.File{{Name: "tests/a.cue", Data: []byte(`package tests

@@ -309,8 +309,8 @@ func TestCompileRevBadInput(t *testing.T) {
 			[]string{"shallow clone", "fetch-depth: 0", "--unshallow", "serial"}},
 		{"shallow clone work tree", []string{"compile", filepath.Join(shallow.Dir, "policy")}, ExitFailure,
 			[]string{"shallow clone"}},
-		{"work tree directory missing", []string{"compile", broken}, ExitFailure,
-			[]string{"read policy directory"}},
+		{"work tree directory missing", []string{"compile", broken}, ExitUsage,
+			[]string{"no policy directory"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "table.json")

@@ -337,10 +337,13 @@ func readPolicyDir(dir string) ([]compiler.File, error) {
 }
 
 // policyDirError is the refusal of err, met reading the policy directory
-// dir: a usage error when dir is a file (see fileNotDir).
+// dir: a usage error when dir is a file (see fileNotDir) or is not there.
 func policyDirError(dir string, err error) error {
 	if err := fileNotDir(dir); err != nil {
 		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageErrorf("no policy directory %s: give the directory that holds the policy's .cue files (policyc init writes them at the top of the repository: '.')", dir)
 	}
 	return failuref("read policy directory: %v", err)
 }

@@ -1,7 +1,9 @@
 package fileio
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -59,6 +61,10 @@ func place(path string, data []byte, perm os.FileMode, put func(tmp, path string
 		dir = "."
 	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not the temporary file's name, which says nothing to the caller.
+		return fmt.Errorf("write %s: no directory %s: create it first, or write elsewhere: %w", path, filepath.Clean(dir), fs.ErrNotExist)
+	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -89,9 +89,23 @@ func Check(cases []*Case, t *table.Table) []compiler.Diagnostic {
 		}
 	}
 	principals := slices.Sorted(maps.Keys(known))
+	// decided decides a case for a suggestion, with one runner built for
+	// all cases when the first needs it (a policy edit can move every
+	// FILE:LINE a file names).
+	var runner *Runner
+	decided := func(c *Case) (decide.Decision, bool) {
+		if runner == nil {
+			r, err := NewRunner(t, cases)
+			if err != nil {
+				return decide.Decision{}, false
+			}
+			runner = r
+		}
+		return runner.rt.Decide(c.who, c.Server, c.Kind, c.Item), true
+	}
 	var diags []compiler.Diagnostic
 	for _, c := range cases {
-		diags = append(diags, check(c, t, rs, servers, groups)...)
+		diags = append(diags, check(c, t, rs, servers, groups, decided)...)
 		if p := c.Principal; p != "" && !known[p] {
 			if near := compiler.Suggest(p, principals); near != "" {
 				path := "cases." + c.Group + "." + c.Name + ".principal"
@@ -105,7 +119,7 @@ func Check(cases []*Case, t *table.Table) []compiler.Diagnostic {
 	return diags
 }
 
-func check(c *Case, t *table.Table, rs *rules, servers, groups []string) []compiler.Diagnostic {
+func check(c *Case, t *table.Table, rs *rules, servers, groups []string, decided func(*Case) (decide.Decision, bool)) []compiler.Diagnostic {
 	var diags []compiler.Diagnostic
 	path := "cases." + c.Group + "." + c.Name
 	bad := func(field, msg, suggestion string) {
@@ -154,7 +168,7 @@ func check(c *Case, t *table.Table, rs *rules, servers, groups []string) []compi
 		}
 	}
 	if len(named) == 0 {
-		bad("rule", fmt.Sprintf("no rule of %s is %s%s", what, refText(ref), elsewhere(ref, c, t, rs)), candidates(ref, c, rs))
+		bad("rule", fmt.Sprintf("no rule of %s is %s%s", what, refText(ref), elsewhere(ref, c, t, rs)), candidates(ref, c, rs, decided))
 		return diags
 	}
 	var decides []*ruleAt
@@ -236,8 +250,11 @@ func elsewhere(ref *ruleRef, c *Case, t *table.Table, rs *rules) string {
 }
 
 // candidates suggests the rule of the case's server and kind a ref may
-// have meant: the nearest in spelling, or those written in the same file.
-func candidates(ref *ruleRef, c *Case, rs *rules) string {
+// have meant: the rule written at the same place relative to the policy
+// directory, else the rule or default that decides the case (the nearest
+// line or spelling is most often another rule, and the case would still
+// fail), else the nearest in spelling, or those written in the same file.
+func candidates(ref *ruleRef, c *Case, rs *rules, decided func(*Case) (decide.Decision, bool)) string {
 	var names []string
 	seen := map[string]bool{}
 	for _, i := range rs.of[serverKind{c.Server, c.Kind}] {
@@ -261,6 +278,14 @@ func candidates(ref *ruleRef, c *Case, rs *rules) string {
 			}
 		}
 	}
+	if d, ok := decided(c); ok {
+		if name := decider(ref, d, rs); name != "" {
+			if d.Effect != c.Expect {
+				return fmt.Sprintf("the case is decided %s, not %s, by %q: check its server, kind, name and expect (policyc explain shows the decision)", d.Effect, c.Expect, name)
+			}
+			return fmt.Sprintf("did you mean %q? it decides the case", name)
+		}
+	}
 	want := ref.origin
 	if want == "" {
 		want = fmt.Sprintf("%s %q", ref.list, ref.pattern)
@@ -274,6 +299,30 @@ func candidates(ref *ruleRef, c *Case, rs *rules) string {
 		list += fmt.Sprintf(" and %d more", len(names)-shown)
 	}
 	return "its rules are " + list
+}
+
+// decider names what made decision d as a case's rule names it, in the
+// form of ref: "default", the rule's FILE:LINE, or the rule as explain
+// names it (its scope only when it is not the server's). It is "" when
+// neither a rule nor a default decided.
+func decider(ref *ruleRef, d decide.Decision, rs *rules) string {
+	switch {
+	case d.Reason == decide.ByDefault:
+		return "default"
+	case d.Rule == nil:
+		return ""
+	case ref.origin != "":
+		return d.Rule.Origin
+	}
+	i, ok := rs.byPtr[d.Rule]
+	if !ok {
+		return ""
+	}
+	r := &rs.all[i]
+	if r.narrowing() {
+		return r.label()
+	}
+	return fmt.Sprintf("%s %q", listOf(r.rule.Effect), r.rule.Pattern)
 }
 
 // nearest suggests the known name closest to name, or lists the known

@@ -232,14 +232,40 @@ cases: g: {
 		"tests/a.cue:5:12: error[type-error]: cases.g.group.groups: group \"contractor\" is not defined in the policy's groups\n\tdid you mean \"contractors\"?",
 		"cases.g.both.groups: a case names a principal or a set of groups, not both",
 		"tests/a.cue:7:58: error[type-error]: cases.g.prompt.expect: a prompt is never held for approval",
-		"cases.g.line.rule: no rule of github's tools is written at \"policy.cue:99\"\n\tdid you mean \"policy.cue:9\"?",
+		"cases.g.line.rule: no rule of github's tools is written at \"policy.cue:99\"\n\tdid you mean \"default\"? it decides the case",
 		"cases.g.rooted.rule: no rule of github's tools is written at \"p/policy.cue:8\"\n\torigins are relative to the policy directory: did you mean \"policy.cue:8\"?",
 		`cases.g.effect.rule: deny_list "delete_repository" (server scope) decides deny, so a case it decides cannot be allow`,
 		`cases.g.keeps.rule: allow_list "get_*" (group:contractors scope) is an allow_list entry of group:contractors, which never decides a case`,
 		"cases.g.default.rule: no default holds a call for approval",
 		`cases.g.form.rule: "the deny" names no rule`,
 		`cases.g.column.rule: "policy.cue:10:3" has a column: a rule's origin is FILE:LINE` + "\n\twrite \"policy.cue:10\"",
-		`cases.g.prompt rule.rule: no rule of github's tools is allow_list "summarize" (allow_list "summarize" (server scope) is a rule of github's prompts)`,
+		`cases.g.prompt rule.rule: no rule of github's tools is allow_list "summarize" (allow_list "summarize" (server scope) is a rule of github's prompts)` +
+			"\n\tthe case is decided deny, not allow, by \"default\": check its server, kind, name and expect (policyc explain shows the decision)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}
+
+// TestRuleSuggestsTheDecider: a case's rule that names no rule suggests
+// the rule (or default) that decides the case, in the form the case wrote,
+// not the nearest line or spelling, which is another rule: get_issue's
+// "policy.cue:99" is nearest to policy.cue:9 (approval_list
+// "merge_pull_request"), and the case would still fail.
+func TestRuleSuggestsTheDecider(t *testing.T) {
+	res := compileTest(t, testPolicy)
+	cases := parseTest(t, `package tests
+
+cases: g: {
+	"line": {server: "github", name: "get_issue", expect: "allow", rule: "policy.cue:99"}
+	"label": {groups: ["contractors"], server: "github", name: "merge_pull_request", expect: "deny", rule: "deny_list \"merge\""}
+}
+`)
+	got := formatAll(Check(cases, res.Table))
+	for _, want := range []string{
+		"cases.g.line.rule: no rule of github's tools is written at \"policy.cue:99\"\n\tdid you mean \"policy.cue:8\"? it decides the case\n",
+		"cases.g.label.rule: no rule of github's tools is deny_list \"merge\"\n\tdid you mean \"deny_list \\\"merge_pull_request\\\" (group:contractors scope)\"? it decides the case\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)

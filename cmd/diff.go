@@ -156,7 +156,7 @@ func neitherFileNorRevision(side string, why error, repoDir, advice string) erro
 	if near != "" {
 		return fmt.Errorf("%s; did you mean %s?", msg, near)
 	}
-	if advice != "" {
+	if advice != "" && !errors.Is(why, gitsrc.ErrNoCommits) {
 		msg += "; " + advice
 	}
 	return errors.New(msg)

@@ -265,6 +265,9 @@ type RevisionError struct {
 }
 
 func (e *RevisionError) Error() string {
+	if errors.Is(e.Err, ErrNoCommits) {
+		return fmt.Sprintf("revision %q: %v", e.Rev, e.Err)
+	}
 	return fmt.Sprintf("unknown revision %q: no branch, tag or commit by that name (%v); check the name, or fetch it first", e.Rev, e.Err)
 }
 
@@ -282,6 +285,11 @@ func (r *Repo) Resolve(rev string) (*object.Commit, error) {
 	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
+		if _, herr := r.Head(); errors.Is(herr, ErrNoCommits) {
+			// Nothing can be named before the first commit: say that,
+			// not that this name is unknown.
+			return nil, &RevisionError{Rev: rev, Err: fmt.Errorf("%w: commit the policy first (git add, git commit)", ErrNoCommits)}
+		}
 		if errors.Is(err, plumbing.ErrObjectNotFound) && r.Shallow() {
 			return nil, &ShallowError{Rev: rev, Err: err}
 		}

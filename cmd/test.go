@@ -45,7 +45,8 @@ A case that names an unknown server or group, expects approve for a prompt or
 a resource, or names a rule that matches no rule is an error at its position,
 and no case runs.
 
---run REGEXP runs the cases whose GROUP/NAME matches. --rev REV reads the
+--run REGEXP runs the cases whose GROUP/NAME matches, and fails when none
+does (a misspelt pattern would pass having run nothing). --rev REV reads the
 policy and its tests as committed at REV, --staged as staged in the git index,
 so a pre-commit hook and CI test what is committed.
 
@@ -65,8 +66,8 @@ Formats: text, json, junit (JUnit XML, for CI test reports), github
 (workflow annotations).
 
 Exit codes: 0 every case passed (and coverage met --coverage-min); 1 a case
-failed, coverage is below the minimum, or the policy or a test file has an
-error; 2 usage error; 3 the tool failed.
+failed, coverage is below the minimum, --run matched no case, or the policy or
+a test file has an error; 2 usage error; 3 the tool failed.
 
 Examples:
   policyc test examples/team
@@ -134,7 +135,7 @@ func runTest(c *cobra.Command, dir string, f testFlags) error {
 	if err != nil {
 		return err
 	}
-	out := testOutput{join: src.join, file: src.file, min: min, minText: f.coverageMin}
+	out := testOutput{join: src.join, file: src.file, min: min, minText: f.coverageMin, runText: f.run}
 	// Without the catalogue (readTestSource). A policy that does not
 	// compile is reported in the chosen format, as errors in the tests
 	// are, and no test file is read.
@@ -172,8 +173,14 @@ func runTest(c *cobra.Command, dir string, f testFlags) error {
 	selected := cases
 	if run != nil {
 		selected = testcase.Filter(cases, run.MatchString)
-		if len(selected) == 0 && len(cases) > 0 {
-			fmt.Fprintf(stderr, "policyc: note: no case matches --run %q (of %d)\n", f.run, len(cases))
+		// A pattern that matches nothing fails the run: a misspelt one
+		// would otherwise pass CI having tested nothing.
+		switch {
+		case len(selected) > 0:
+		case len(cases) == 0:
+			out.noMatch = fmt.Sprintf("--run %q matches no case: %s has none", f.run, dir)
+		default:
+			out.noMatch = fmt.Sprintf("--run %q matches no case (of %d; it is matched against GROUP/NAME, such as %s)", f.run, len(cases), cases[0].FullName())
 		}
 	}
 	runner, err := testcase.NewRunner(res.Table, selected)
@@ -190,7 +197,7 @@ func runTest(c *cobra.Command, dir string, f testFlags) error {
 	if err := out.write(stdout, f.format, rep, cov); err != nil {
 		return withCode(ExitFailure, err)
 	}
-	if rep.Failed > 0 || cov != nil && min != nil && !cov.Meets(min) {
+	if rep.Failed > 0 || cov != nil && min != nil && !cov.Meets(min) || out.noMatch != "" {
 		return withCode(ExitProblems, errSilent)
 	}
 	return nil

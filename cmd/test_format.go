@@ -28,6 +28,9 @@ type testOutput struct {
 	// list: --coverage lists every rule; without it only the rules no
 	// case covered are listed, when coverage is asked for at all.
 	list bool
+	// noMatch says why the run failed when --run (runText as given)
+	// matched no case.
+	noMatch, runText string
 }
 
 func (o testOutput) pos(p compiler.Position) compiler.Position {
@@ -152,6 +155,8 @@ func (o testOutput) writeText(w io.Writer, rep *testcase.Report, cov *testcase.C
 	}
 	n := len(rep.Results)
 	switch {
+	case o.noMatch != "":
+		ew.printf("FAIL: %s\n", o.noMatch)
 	case rep.Failed > 0:
 		ew.printf("FAIL: %d of %s failed\n", rep.Failed, count(n, "case"))
 	case n == 0:
@@ -303,6 +308,9 @@ func (o testOutput) writeJSON(w io.Writer, rep *testcase.Report, cov *testcase.C
 		}
 		out.Coverage = cj
 	}
+	if o.noMatch != "" {
+		out.Errors = append(out.Errors, testErrorJSON{Level: compiler.Error.String(), Code: "run", Message: o.noMatch})
+	}
 	for _, d := range diags {
 		d = d.Rooted(o.join)
 		out.Errors = append(out.Errors, testErrorJSON{File: d.Pos.File, Line: d.Pos.Line, Column: d.Pos.Column, Level: d.Severity.String(),
@@ -351,6 +359,9 @@ func (o testOutput) writeGitHub(w io.Writer, rep *testcase.Report, cov *testcase
 		if o.min != nil && !cov.Meets(o.min) {
 			annotate("error", compiler.Position{}, "policyc test coverage", fmt.Sprintf("coverage %s%% is below --coverage-min %s: %s", cov.Percent(), o.minText, coverageSummary(cov)))
 		}
+	}
+	if o.noMatch != "" {
+		annotate("error", compiler.Position{}, "policyc test --run", o.noMatch)
 	}
 	return ew.err
 }

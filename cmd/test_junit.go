@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/policyc/policyc/compiler"
@@ -88,8 +89,13 @@ func (o testOutput) writeJUnit(w io.Writer, rep *testcase.Report, cov *testcase.
 		s.Cases = []junitCase{jc}
 		out.Suites = append(out.Suites, s)
 	}
-	if errs := errorsOf(diags); len(errs) > 0 {
+	if errs := errorsOf(diags); len(errs) > 0 || o.noMatch != "" {
 		s := junitSuite{Name: "policyc test"}
+		if o.noMatch != "" {
+			s.Cases = append(s.Cases, junitCase{Name: "--run " + strconv.Quote(o.runText), Classname: s.Name, Error: &junitProblem{Message: o.noMatch, Type: "run"}})
+			s.Tests++
+			s.Errors++
+		}
 		for _, d := range errs {
 			d = d.Rooted(o.join)
 			text := d.Format("")

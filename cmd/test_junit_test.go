@@ -192,9 +192,9 @@ func checkCounts(root *junitNode) error {
 
 // TestJUnitValidates: policyc test --format junit writes documents the
 // JUnit schema accepts, with counts that add up, for a run with failures
-// and coverage, a run that passes, a run with no case, and a run that bad
-// input or a policy that does not compile stopped; and the validator
-// refuses what the schema refuses.
+// and coverage, a run that passes, a run --run matched no case of, and a
+// run that bad input or a policy that does not compile stopped; and the
+// validator refuses what the schema refuses.
 func TestJUnitValidates(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string) {
@@ -219,7 +219,7 @@ func TestJUnitValidates(t *testing.T) {
 	reports := map[string][]byte{
 		"failures and coverage": run(1, "--coverage-min", "100", dir),
 		"passes":                run(0, "--run", "reads$|other|coverage", dir),
-		"no case":               run(0, "--run", "nosuch", dir),
+		"no case":               run(1, "--run", "nosuch", dir),
 	}
 	write("tests/bad.cue", "package tests\n\ncases: bad: x: {server: \"gihub\", name: \"x\", expect: \"deny\", rulle: 1}\n")
 	reports["bad input"] = run(1, dir)
@@ -234,6 +234,9 @@ func TestJUnitValidates(t *testing.T) {
 		if err := checkCounts(root); err != nil {
 			t.Errorf("%s: %v\n%s", name, err, doc)
 		}
+	}
+	if !bytes.Contains(reports["no case"], []byte(`<error message="--run &#34;nosuch&#34; matches no case`)) {
+		t.Errorf("the report of a --run that matches no case has no error:\n%s", reports["no case"])
 	}
 	if !bytes.Contains(reports["bad input"], []byte("<error ")) || !bytes.Contains(reports["policy error"], []byte(`<error message="mcp_servers.linear.access.tool.alow_list: unknown key`)) || !bytes.Contains(reports["failures and coverage"], []byte(`<failure message="coverage 66.6% is below --coverage-min 100`)) {
 		t.Errorf("the reports lack their error or coverage failure:\n%s\n%s", reports["bad input"], reports["failures and coverage"])

@@ -9,19 +9,29 @@ import (
 
 // Suggest returns the candidate closest to name when it is close enough to
 // be a misspelling of it, else "": a candidate that extends name or that
-// name extends (allow → allow_list), or the nearest within a small edit
-// distance.
+// name extends (allow → allow_list), at any distance, or the nearest
+// within a small edit distance, whichever takes fewer edits (state_dirr is
+// state_dir, not state); on a tie, the one that extends, then the first.
 func Suggest(name string, candidates []string) string {
+	best, bestD := "", -1
 	for _, k := range candidates {
 		if len(name) > 0 && len(k) > 0 && (hasPrefix(k, name) || hasPrefix(name, k)) {
-			return k
+			// The edit distance of a prefix is the difference in length.
+			d := abs(utf8.RuneCountInString(k) - utf8.RuneCountInString(name))
+			if bestD < 0 || d < bestD {
+				best, bestD = k, d
+			}
 		}
 	}
 	if near := Nearest(name, candidates, 1); len(near) > 0 {
-		return near[0]
+		if bestD < 0 || editDistance(name, near[0], bestD) < bestD {
+			return near[0]
+		}
 	}
-	return ""
+	return best
 }
+
+func abs(x int) int { return max(x, -x) }
 
 func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
 

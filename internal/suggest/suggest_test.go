@@ -34,8 +34,22 @@ func TestSuggest(t *testing.T) {
 		"allow":        "allow_list",
 		"deny":         "deny_list",
 		"aproval_list": "approval_list",
+		"approval":     "approval_list",
 		"timeout":      "",
 		"":             "",
+	} {
+		if got := Suggest(name, known); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
+	// A near name wins over a shorter one the name extends.
+	known = []string{"front", "state", "state_dir", "table", "trust"}
+	for name, want := range map[string]string{
+		"state_dirr": "state_dir",
+		"state_di":   "state_dir",
+		"stat":       "state",
+		"states":     "state",
+		"trusts":     "trust",
 	} {
 		if got := Suggest(name, known); got != want {
 			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/envelope"
 	"github.com/policyc/policyc/runtime/table"
 )
@@ -234,11 +235,18 @@ func (o *signOptions) key() (ed25519.PrivateKey, error) {
 	case strings.Contains(o.keyFile, "-----BEGIN") || strings.Contains(o.keyEnv, "-----BEGIN"):
 		return nil, usageErrorf("a private key was given on the command line, where process listings and shell history keep it: put it in a file (--key FILE) or in an environment variable named by --key-env VAR")
 	case o.keyFile != "":
+		if _, err := os.Stat(o.keyFile); errors.Is(err, fs.ErrNotExist) && os.Getenv(o.keyFile) != "" {
+			return nil, usageErrorf("signing key: no file %s, but an environment variable of that name is set: to sign with the key it holds, write --key-env %s", o.keyFile, o.keyFile)
+		}
 		return readPrivateKeyFile(o.keyFile)
 	}
 	v, ok := os.LookupEnv(o.keyEnv)
 	if !ok || strings.TrimSpace(v) == "" {
-		return nil, usageErrorf("environment variable %s is unset or empty: it must hold the PEM private key (a CI secret)", o.keyEnv)
+		hint := ""
+		if near := compiler.Suggest(o.keyEnv, environmentNames()); near != "" {
+			hint = fmt.Sprintf("; did you mean %s?", near)
+		}
+		return nil, usageErrorf("environment variable %s is unset or empty: it must hold the PEM private key (a CI secret)%s", o.keyEnv, hint)
 	}
 	if !strings.Contains(v, "\n") && strings.Contains(v, `\n`) {
 		// Some secret stores flatten a PEM to one line with literal \n.
@@ -334,4 +342,16 @@ func readInput(stdin io.Reader, path string) ([]byte, error) {
 		return nil, failuref("%v", err)
 	}
 	return b, nil
+}
+
+// environmentNames lists the names of the variables set in the
+// environment, for a "did you mean" when --key-env names none of them.
+func environmentNames() []string {
+	var names []string
+	for _, kv := range os.Environ() {
+		if name, _, ok := strings.Cut(kv, "="); ok && name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }

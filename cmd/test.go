@@ -71,11 +71,10 @@ a test file has an error; 2 usage error; 3 the tool failed.
 
 Examples:
   policyc test examples/team
-  policyc test --run 'contractors/' --coverage
-  policyc test --staged
-  policyc test --rev HEAD --format junit > policyc-test.xml
-  policyc test --coverage-min 90 --format github
-  policyc test --snapshot examples/team`,
+  policyc test --run 'contractors/' --coverage examples/apps
+  policyc test --staged examples/team
+  policyc test --rev HEAD --format junit examples/team > policyc-test.xml
+  policyc test --coverage-min 90 --format github examples/apps`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			dir := "."

@@ -55,7 +55,7 @@ func orList(ss []string) string {
 
 // checkUsage is the meaning --check has on every command that has it:
 // the command does everything but its effect, and reports.
-const checkUsage = "check only: start nothing and write nothing; report, and exit non-zero when the check fails ("
+const checkUsage = "check only: write nothing and serve nothing; report, and exit non-zero when the check fails ("
 
 // addCheckFlag adds --check; fails says when the check fails, and with
 // which exit code.

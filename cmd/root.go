@@ -65,9 +65,10 @@ Exit codes:
 Flags mean the same on every command that has them: -o/--output FILE is the
 file written ("-" for standard output); --format FORMAT the output format;
 --key FILE and --key-env VAR the signing key (compile and sign); --trust FILE
-a trusted public key; --check checks only: it starts nothing and writes
+a trusted public key; --check checks only: it writes nothing and serves
 nothing, reports, and exits non-zero when the check fails (gateway: 1, the
-configuration or the table has problems; catalog pull: 4, drift).
+configuration or the table has problems, and no upstream is started;
+catalog pull: 4, drift, and the upstreams are started, to be read).
 
 Documentation: docs/ in the source repository (policy.md, signing.md, ...).`,
 		PersistentPreRun: func(c *cobra.Command, args []string) {

@@ -1274,12 +1274,24 @@ func (c *compilation) plainUnknownKey(schema cue.Value, keyPath []string, pos Po
 	name := keyPath[len(keyPath)-1]
 	d := Diagnostic{Pos: pos, Code: CodeUnknownKey, Severity: Error, Path: dotted}
 	known := c.knownKeys(schema)
-	if len(known) == 0 && schema.IncompleteKind()&cue.StructKind != 0 {
+	if len(known) == 0 && schema.IncompleteKind()&cue.StructKind != 0 && schema.Allows(cue.Str("a")) {
 		// A map keyed by name (servers, channels, groups, principals): the
 		// key is not unknown, it is not a valid name.
 		d.Code = CodeType
 		d.Message = fmt.Sprintf("%s: %s is not a valid name", shown, clip.Quote(name))
 		d.Suggestion = nameRule
+		return d
+	}
+	if len(known) == 0 && len(keyPath) >= 2 && schema.IncompleteKind()&cue.StructKind != 0 {
+		// A struct with no keys at all (approvals_page: {}).
+		container := shownPath(keyPath[:len(keyPath)-1])
+		d.Message = fmt.Sprintf("%s: unknown key %s: %s takes no keys", shown, clip.Quote(name), container)
+		d.Suggestion = fmt.Sprintf("write %s: {}", keyPath[len(keyPath)-2])
+		if len(keyPath) >= 3 {
+			if _, up, ok := c.schemaParent(keyPath[:len(keyPath)-1]); ok && c.schemaAllows(up, name) {
+				d.Suggestion += fmt.Sprintf(", and %s beside it, in %s", name, shownPath(keyPath[:len(keyPath)-2]))
+			}
+		}
 		return d
 	}
 	d.Message = fmt.Sprintf("%s: unknown key %s", shown, clip.Quote(name))

@@ -140,7 +140,10 @@ Examples:
 				return usageErrorf("--list-rules prints text or json, not %s", format)
 			}
 			rep := lint.LintCatalogue(files, cfg, cat)
-			o := lint.Output{Root: filepath.ToSlash(dir), Color: useColor(color, out)}
+			o := lint.Output{Root: filepath.ToSlash(dir), Color: useColor(color, out), Sources: map[string][]byte{}}
+			for _, f := range files {
+				o.Sources[f.Name] = f.Data
+			}
 			if err := lint.Write(out, format, rep, o); err != nil {
 				return withCode(ExitFailure, err)
 			}

@@ -23,6 +23,10 @@ type Output struct {
 	Root string
 	// Color enables ANSI colours in the text format (only on a terminal).
 	Color bool
+	// Sources holds the text of the linted files by the names findings
+	// give them, for formats that count columns otherwise than in bytes
+	// (SARIF, in UTF-16 code units). A file not in it keeps byte columns.
+	Sources map[string][]byte
 }
 
 // rooted returns f as printed: its file, and every place its message and

@@ -1,10 +1,12 @@
 package lint
 
 import (
+	"bytes"
 	"io"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/policyc/policyc/compiler"
 )
@@ -119,6 +121,7 @@ func WriteSARIF(w io.Writer, rep *Report, o Output) error {
 	}
 	run := sarifRun{Tool: sarifTool{Driver: driver}, Results: []sarifResult{}}
 	for _, f := range rep.Findings {
+		column := utf16Column(o.Sources[f.Pos.File], f.Pos.Line, f.Pos.Column)
 		f = o.rooted(f)
 		msg := f.Message
 		if f.Suggestion != "" {
@@ -128,12 +131,38 @@ func WriteSARIF(w io.Writer, rep *Report, o Output) error {
 			Message: sarifText{Text: msg}}
 		loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: artifact(f.Pos.File)}}
 		if f.Pos.Line > 0 {
-			loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Pos.Line, StartColumn: f.Pos.Column}
+			loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Pos.Line, StartColumn: column}
 		}
 		res.Locations = []sarifLocation{loc}
 		run.Results = append(run.Results, res)
 	}
 	return encodeJSON(w, sarifLog{Schema: SARIFSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// utf16Column converts column, a 1-based byte column of line (1-based) in
+// src, to the 1-based column in UTF-16 code units that SARIF counts in by
+// default (SARIF 2.1.0, 3.14.17, columnKind), as GitHub code scanning
+// reads it: past a line of "é😀" the byte column is 7, the UTF-16 one 4.
+// Without the source, or past its end, the byte column is kept.
+func utf16Column(src []byte, line, column int) int {
+	if src == nil || line < 1 || column < 1 {
+		return column
+	}
+	for ; line > 1; line-- {
+		i := bytes.IndexByte(src, '\n')
+		if i < 0 {
+			return column
+		}
+		src = src[i+1:]
+	}
+	if column-1 > len(src) {
+		return column
+	}
+	units := 1
+	for _, r := range string(src[:column-1]) {
+		units += utf16.RuneLen(r)
+	}
+	return units
 }
 
 // artifact turns a printed file name into a SARIF artifact location.

@@ -130,3 +130,43 @@ func TestSARIFSchemaRejects(t *testing.T) {
 		}
 	}
 }
+
+// SARIF columns count UTF-16 code units (its default columnKind), as code
+// scanning places them; the other formats keep CUE's byte columns.
+func TestSARIFColumnsInUTF16(t *testing.T) {
+	files := policy("mcp_servers: s: access: tool: deny_list: [\"éé😀\", \"éé😀\"]\n")
+	rep := Lint(files, nil)
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != "duplicate-pattern" {
+		t.Fatalf("findings = %+v; want one duplicate-pattern", rep.Findings)
+	}
+	f := rep.Findings[0]
+	line := strings.Split(string(files[0].Data), "\n")[f.Pos.Line-1]
+	before := line[:f.Pos.Column-1]
+	if !strings.HasSuffix(before, "\"éé😀\", ") {
+		t.Fatalf("the finding's byte column %d is not at the second entry: %q", f.Pos.Column, before)
+	}
+	want := len([]rune(before)) + 1 + 1 // 😀 is two UTF-16 code units
+	var b bytes.Buffer
+	if err := WriteSARIF(&b, rep, Output{Root: ".", Sources: map[string][]byte{files[0].Name: files[0].Data}}); err != nil {
+		t.Fatal(err)
+	}
+	var log sarifLog
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	r := log.Runs[0].Results[0].Locations[0].PhysicalLocation.Region
+	if r.StartLine != f.Pos.Line || r.StartColumn != want {
+		t.Fatalf("region %+v; want line %d, column %d (byte column %d)", r, f.Pos.Line, want, f.Pos.Column)
+	}
+	// Without the source the byte column stays.
+	b.Reset()
+	if err := WriteSARIF(&b, rep, Output{Root: "."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.Runs[0].Results[0].Locations[0].PhysicalLocation.Region.StartColumn; got != f.Pos.Column {
+		t.Fatalf("without the source: column %d; want %d", got, f.Pos.Column)
+	}
+}

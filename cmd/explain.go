@@ -51,7 +51,7 @@ with "origin").
 Examples:
   policyc explain examples/team --server linear --kind tool --name save_issue
   policyc explain table.json --server github --kind tool --name merge_pull_request --principal alice
-  policyc explain examples/team --server github --kind tool --name merge_pull_request --principal dave@example.com --groups contractors
+  policyc explain examples/apps --server tickets --kind tool --name add_comment --principal dave@example.com --groups contractors
   policyc explain table.signed.json --trust ci.pub --server github --kind tool --name merge_pull_request
   policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
 		Args: argsRange(1, 1),

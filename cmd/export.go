@@ -66,9 +66,9 @@ policy does not compile; 3 the table or the catalogue cannot be read, or the
 output written; 10-16 a signed table refused (with --trust).
 
 Examples:
-  policyc export claude-code examples/team
+  policyc export claude-code examples/local
   policyc export claude-code team.table.json --catalog policy/catalog -o .claude/settings.policyc.json
-  policyc export cursor examples/team --principal alice@example.com -o ~/.cursor/permissions.json
+  policyc export cursor examples/apps --principal carol@example.com -o ~/.cursor/permissions.json
   policyc export claude-code team.signed.json --trust ci.pub --catalog policy/catalog`,
 		Args: argsRange(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {

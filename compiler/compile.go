@@ -272,7 +272,7 @@ func (c *compilation) check(p *Policy) {
 		if _, ok := p.Channels[r.s.Value]; !ok {
 			c.add(Diagnostic{Pos: r.s.Pos, Code: CodeUnknownChannel, Severity: Error, Path: r.path,
 				Message:    fmt.Sprintf("%s: %s channel %s is not defined in approval_channels", r.path, r.what, clip.Quote(r.s.Value)),
-				Suggestion: suggestion("define it under approval_channels, or use one of", slices.Sorted(maps.Keys(p.Channels)))})
+				Suggestion: channelSuggestion(r.s.Value, slices.Sorted(maps.Keys(p.Channels)))})
 		}
 	}
 	// reaches reports whether a reference ends at a human. An undefined
@@ -425,6 +425,18 @@ func plural(names []string, one, many string) string {
 		return fmt.Sprintf(one, quoted[0])
 	}
 	return fmt.Sprintf(many, strings.Join(quoted, ", "))
+}
+
+// channelSuggestion is what to do about an undefined channel name: the
+// defined one it likely misspells, else the defined ones.
+func channelSuggestion(name string, defined []string) string {
+	switch near := Suggest(name, defined); {
+	case near != "":
+		return fmt.Sprintf("did you mean %q? Else define %s under approval_channels", near, clip.Quote(name))
+	case len(defined) == 1:
+		return fmt.Sprintf("define it under approval_channels, or use %q", defined[0])
+	}
+	return suggestion("define it under approval_channels, or use one of", defined)
 }
 
 func suggestion(prefix string, names []string) string {

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/policyc/policyc/compiler"
 )
 
 // Main runs policyc with os.Args and returns the exit code.
@@ -85,6 +88,9 @@ Documentation: docs/ in the source repository (policy.md, signing.md, ...).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if near := nearFlag(c, err); near != "" {
+			return withCode(ExitUsage, fmt.Errorf("%w: did you mean --%s? (see '%s --help')", err, near, c.CommandPath()))
+		}
 		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	for _, newCmd := range commands {
@@ -110,4 +116,20 @@ func argsRange(lo, hi int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// nearFlag returns the flag of c that an unknown long flag in err (pflag's
+// "unknown flag: --chek") likely misspells, or "".
+func nearFlag(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	return compiler.Suggest(name, names)
 }

@@ -160,7 +160,7 @@ func (f *itemFlags) add(fs *pflag.FlagSet) {
 func (f *itemFlags) check(c *cobra.Command) (table.Kind, error) {
 	k, ok := table.ParseKind(f.kind)
 	if !ok {
-		return 0, usageErrorf("--kind must be tool, prompt or resource, got %q", f.kind)
+		return 0, checkChoice("kind", f.kind, "tool", "prompt", "resource")
 	}
 	if f.server == "" || f.name == "" {
 		return 0, usageErrorf("--server and --name are required (see '%s --help')", c.CommandPath())

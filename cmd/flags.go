@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/policyc/policyc/compiler"
 )
 
 // The flags several commands share, defined once so that each is spelt,
@@ -37,12 +40,19 @@ func writeJSON(w io.Writer, v any) error {
 
 // checkFormat refuses a --format that is not one of formats.
 func checkFormat(format string, formats ...string) error {
-	for _, f := range formats {
-		if f == format {
-			return nil
-		}
+	return checkChoice("format", format, formats...)
+}
+
+// checkChoice refuses a value of --flag that is none of choices, with the
+// one it likely misspells (--kind tools: tool).
+func checkChoice(flag, value string, choices ...string) error {
+	if slices.Contains(choices, value) {
+		return nil
 	}
-	return usageErrorf("--format must be %s, got %q", orList(formats), format)
+	if near := compiler.Suggest(value, choices); near != "" {
+		return usageErrorf("--%s must be %s, got %q: did you mean %s?", flag, orList(choices), value, near)
+	}
+	return usageErrorf("--%s must be %s, got %q", flag, orList(choices), value)
 }
 
 // orList writes "a, b or c".

@@ -72,11 +72,13 @@ Examples:
 			if err := checkFormat(format, lint.Formats...); err != nil {
 				return err
 			}
-			if failLevel != "" && failLevel != "error" && failLevel != "warning" {
-				return usageErrorf("--fail-level must be error or warning, got %q", failLevel)
+			if failLevel != "" {
+				if err := checkChoice("fail-level", failLevel, "error", "warning"); err != nil {
+					return err
+				}
 			}
-			if color != "auto" && color != "always" && color != "never" {
-				return usageErrorf("--color must be auto, always or never, got %q", color)
+			if err := checkChoice("color", color, "auto", "always", "never"); err != nil {
+				return err
 			}
 			dir := "."
 			if len(args) == 1 {

@@ -26,12 +26,13 @@ func newExplainCmd() *cobra.Command {
 	var tr tableReader
 	var groups []string
 	c := &cobra.Command{
-		Use:   "explain (DIR | TABLE) --server SERVER --kind KIND --name NAME [--trust KEY.pub]",
+		Use:   "explain [DIR | TABLE] --server SERVER --kind KIND --name NAME [--trust KEY.pub]",
 		Short: "Show the decision for one item, the rule that made it and the rules it beat",
-		Long: `Explain one decision: compile the policy in DIR (or read a compiled TABLE) and
-show what the gateway would decide for a principal calling, fetching or listing
-one item, the rule or default that decided it with its origin, and every
-other matching rule it beat, in every scope that applies.
+		Long: `Explain one decision: compile the policy in DIR (default: the current
+directory) or read a compiled TABLE, and show what the gateway would decide
+for a principal calling, fetching or listing one item, the rule or default
+that decided it with its origin, and every other matching rule it beat, in
+every scope that applies.
 
 TABLE is a compiled table or a signed one (as 'policyc sign' writes it). With
 --trust, a signed table is read only once its signature by one of the keys
@@ -54,14 +55,18 @@ Examples:
   policyc explain examples/apps --server tickets --kind tool --name add_comment --principal dave@example.com --groups contractors
   policyc explain table.signed.json --trust ci.pub --server github --kind tool --name merge_pull_request
   policyc explain examples/team --server github --kind resource --name 'repo://acme/app' --format json`,
-		Args: argsRange(1, 1),
+		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
 			k, err := item.check(c)
 			if err != nil {
 				return err
 			}
 			tr.stderr = c.ErrOrStderr()
-			t, root, err := loadPolicyOrTable(args[0], &tr, c.ErrOrStderr())
+			arg := "."
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			t, root, err := loadPolicyOrTable(arg, &tr, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/policyc/policyc/internal/clip"
 	"github.com/policyc/policyc/internal/glob"
+	"github.com/policyc/policyc/runtime/principal"
 	"github.com/policyc/policyc/runtime/table"
 )
 
@@ -75,7 +76,9 @@ type RuleReach struct {
 	Index  int
 	Status Reachability
 	// When Reachable: a principal ("" stands for any principal with no
-	// group or scope of its own), a server and a name this rule decides.
+	// group or scope of its own, " groups=NAME", a principal.Ref, for
+	// one in group NAME by its access token alone), a server and a name
+	// this rule decides.
 	Principal, WitnessServer, Witness string
 }
 
@@ -101,10 +104,12 @@ func Reach(p *Policy) []Diagnostic { return AnalyzeReach(p, ReachOptions{}).Diag
 // names that rule (runtime Decision.Rule). A narrowing scope's allow entry
 // never grants anything by itself: it decides a name when it is the first
 // rule of its block that matches and the final decision is not deny (it is
-// what keeps its allow_list from denying the name). A rule that decides no
-// name for any principal is reported, with the reason: it is empty, a
-// duplicate, shadowed within its block, or beaten in every case by another
-// scope or by the ui:// allowlist.
+// what keeps its allow_list from denying the name). Any principal may be in
+// any groups (an access token names them), so a group's rules are judged for
+// a principal in that group alone. A rule that decides no name for any
+// principal is reported, with the reason: it is empty, a duplicate, shadowed
+// within its block, or beaten in every case by another scope or by the ui://
+// allowlist.
 //
 // The analysis is exact (glob.Witness over the patterns of the scopes that
 // apply) and runs block by block: a rule is only ever compared with the
@@ -426,7 +431,10 @@ func (b *rblock) eval(name string) effect {
 
 // class is a set of principals to whom the same narrowing scopes apply.
 type class struct {
-	principal string // a representative; "" for principals with no scope
+	// principal is a representative: a listed principal, "" for
+	// principals with no scope, or a principal.Ref with groups only for
+	// a principal in one group by its token (tokens).
+	principal string
 	scopes    []*Scope
 	has       map[*Scope]bool
 	// rare is the scope of scopes that applies to the fewest classes.
@@ -476,10 +484,13 @@ type analyzer struct {
 	blocks  []*rblock // in report order: base, then scopes
 	anyone  *class
 	classes []*class // classes of named principals
-	scoped  map[*Scope]*scopeClasses
-	ui      map[string]*uiList
-	uiAll   *glob.Pattern
-	res     *ReachResult
+	// tokens are the classes of principals in one group by their access
+	// token alone, one per group no listed principal's class already is.
+	tokens []*class
+	scoped map[*Scope]*scopeClasses
+	ui     map[string]*uiList
+	uiAll  *glob.Pattern
+	res    *ReachResult
 	// search bounds every Witness search of the analysis with one budget.
 	search glob.Search
 	// work is the rules compared name by name since the budget was last
@@ -689,28 +700,65 @@ func (a *analyzer) buildClasses() {
 		seen[string(key)] = true
 		c := &class{principal: name, scopes: make([]*Scope, len(idx)), has: make(map[*Scope]bool, len(idx))}
 		for n, i := range idx {
-			sc := scopes[i]
-			c.scopes[n] = sc
-			c.has[sc] = true
-			// A scope listed twice lists the class once.
-			s := a.scoped[sc]
-			if s == nil {
-				s = &scopeClasses{}
-				a.scoped[sc] = s
-			}
-			if len(s.all) == 0 || s.all[len(s.all)-1] != c {
-				s.all = append(s.all, c)
-			}
+			c.scopes[n] = scopes[i]
+			c.has[scopes[i]] = true
 		}
 		a.classes = append(a.classes, c)
+		a.addScoped(c)
+	}
+	// A principal whose access token names groups is in those groups too
+	// (the gateway's groups_claim), whatever members lists: any principal
+	// may be in any set of groups. Layers only narrow, so a group's rules
+	// decide most for a principal in that group alone, with no scope of
+	// its own: one class per group stands for every such principal.
+	for i, sc := range scopes {
+		gname, ok := strings.CutPrefix(sc.Name, "group:")
+		if !ok {
+			continue
+		}
+		idx = append(append(idx[:0], everyone...), i)
+		slices.Sort(idx)
+		key = key[:0]
+		for n, j := range idx {
+			if n > 0 {
+				key = append(key, 0)
+			}
+			key = append(key, scopes[j].Name...)
+		}
+		if seen[string(key)] {
+			continue // a listed principal is in that group alone
+		}
+		seen[string(key)] = true
+		c := &class{principal: principal.Ref(principal.Parts{Groups: []string{gname}}), has: map[*Scope]bool{}}
+		for _, j := range idx {
+			c.scopes = append(c.scopes, scopes[j])
+			c.has[scopes[j]] = true
+		}
+		a.tokens = append(a.tokens, c)
+		a.addScoped(c)
 	}
 	// A class's rarest scope is the one that applies to the fewest
 	// classes; classesFor looks the classes up by it.
-	for _, c := range a.classes {
+	for _, c := range slices.Concat(a.classes, a.tokens) {
 		for _, sc := range c.scopes {
 			if c.rare == nil || len(a.scoped[sc].all) < len(a.scoped[c.rare].all) {
 				c.rare = sc
 			}
+		}
+	}
+}
+
+// addScoped lists c among the classes of each of its scopes.
+func (a *analyzer) addScoped(c *class) {
+	for _, sc := range c.scopes {
+		// A scope listed twice lists the class once.
+		s := a.scoped[sc]
+		if s == nil {
+			s = &scopeClasses{}
+			a.scoped[sc] = s
+		}
+		if len(s.all) == 0 || s.all[len(s.all)-1] != c {
+			s.all = append(s.all, c)
 		}
 	}
 }
@@ -985,7 +1033,7 @@ func (a *analyzer) analyzeBlock(b *rblock) {
 	// An allow_list restricts even when it is empty: allow_list: [] in a
 	// narrowing block denies everything, which for no one is no rule.
 	restricts := len(b.rules) > 0 || b.narrowing && b.access != nil && b.access.Allow != nil
-	if b.scope != nil && len(classes) == 0 && restricts {
+	if b.scope != nil && strings.HasPrefix(b.scope.Name, "group:") && len(b.scope.Members) == 0 && restricts {
 		a.reportEmptyGroup(b.scope)
 	}
 	seen := map[string]*rrule{}
@@ -1019,8 +1067,8 @@ func (a *analyzer) analyzeRule(b *rblock, r *rrule, seen map[string]*rrule, serv
 		return rr
 	}
 	if len(servers) == 0 || len(classes) == 0 {
-		// The block applies to no server (unknown-server) or no one
-		// (empty-group): reported once for the block.
+		// The block applies to no server (unknown-server): reported once
+		// for the block.
 		return rr
 	}
 	if !a.charge() {
@@ -1447,23 +1495,27 @@ func (a *analyzer) decider(st []*rblock, server, name string) string {
 	return fmt.Sprintf("denied by the built-in %s default of %s", b.kind, b.server)
 }
 
+// reportEmptyGroup reports, once, a group with rules and no members: its
+// rules apply only to principals whose access token names it. The policy
+// keeps no position of a group's own key, so the finding is at its first
+// block; lint moves it to the key (members, or the group's name).
 func (a *analyzer) reportEmptyGroup(sc *Scope) {
+	path := scopePath(sc.Name)
 	for _, d := range a.res.Diagnostics {
-		if d.Code == CodeEmptyGroup && d.Path == scopePath(sc.Name)+".members" {
+		if d.Code == CodeEmptyGroup && d.Path == path+".members" {
 			return
 		}
 	}
 	var pos Position
 	for _, ss := range sc.Servers {
-		if pos.File == "" || ss.Pos.File < pos.File || ss.Pos.File == pos.File && ss.Pos.Line < pos.Line {
+		if pos.File == "" || ss.Pos.File < pos.File || ss.Pos.File == pos.File && (ss.Pos.Line < pos.Line || ss.Pos.Line == pos.Line && ss.Pos.Column < pos.Column) {
 			pos = ss.Pos
 		}
 	}
-	path := scopePath(sc.Name)
 	info, _ := LookupCode(CodeEmptyGroup)
 	a.res.Diagnostics = append(a.res.Diagnostics, Diagnostic{Pos: pos, Code: CodeEmptyGroup, Severity: info.Level, Path: path + ".members",
-		Message:    fmt.Sprintf("%s has no members, so its rules apply to no one", path),
-		Suggestion: "add the principals it is meant for to members, or remove the group"})
+		Message:    fmt.Sprintf("%s has no members: its rules apply only to principals whose access token names the group, none the policy lists", path),
+		Suggestion: "add the principals it is meant for to members; if access tokens name the group (groups_claim), silence this with // policyc:ignore empty-group <reason>"})
 }
 
 // ApprovalTimeoutDiagnostics reports approval requests that live longer
@@ -1490,9 +1542,6 @@ func ApprovalTimeoutDiagnostics(p *Policy, max int) []Diagnostic {
 	check := func(holder *Access, sc *Scope, targets []string) {
 		if holder == nil || holder.Approval == nil || len(holder.Approval.Entries) == 0 {
 			return
-		}
-		if sc != nil && strings.HasPrefix(sc.Name, "group:") && len(sc.Members) == 0 {
-			return // it holds no one's calls (empty-group says so)
 		}
 		for _, s := range targets {
 			srv, ok := p.Servers[s]

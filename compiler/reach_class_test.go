@@ -83,16 +83,25 @@ func refClasses(p *Policy) []*class {
 }
 
 // refClassesFor is classesFor over classes, every class compared with
-// every other.
+// every other, and, for a group, the class of a principal in it by its
+// token alone (anyone's scopes and the group's) when no listed principal
+// is in that class.
 func refClassesFor(anyone *class, classes []*class, b *rblock) []*class {
 	if b.scope == nil || b.scope.Name == "global" {
 		return []*class{anyone}
 	}
 	var cands, out []*class
+	alone := false
 	for _, c := range classes {
 		if c.has[b.scope] {
 			cands = append(cands, c)
+			alone = alone || len(c.scopes) == len(anyone.scopes)+1
 		}
+	}
+	if g, ok := strings.CutPrefix(b.scope.Name, "group:"); ok && !alone {
+		c := &class{principal: " groups=" + g, scopes: append(slices.Clone(anyone.scopes), b.scope), has: maps.Clone(anyone.has)}
+		c.has[b.scope] = true
+		cands = append(cands, c)
 	}
 	for _, c := range cands {
 		minimal := true
@@ -165,7 +174,7 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-rt.Ready()
-	principals := []string{"", "nobody"}
+	principals := []string{"", "nobody", " groups=g0,g5", "u1 groups=g4"}
 	names := []string{"glob", "x"}
 	for i := range 64 {
 		principals = append(principals, fmt.Sprintf("u%d", i))
@@ -173,6 +182,8 @@ func TestClassesOfOverlappingScopes(t *testing.T) {
 	}
 	for k := range 6 {
 		names = append(names, fmt.Sprintf("t%d", k))
+		// In one group by its token alone, listed or not.
+		principals = append(principals, fmt.Sprintf(" groups=g%d", k), fmt.Sprintf("u%d groups=g%d", 63-k, k))
 	}
 	var reachable, unreachable int
 	for _, rr := range res.Rules {

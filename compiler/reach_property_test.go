@@ -28,6 +28,12 @@ var propTokens = []string{"a", "b", "a", "b", "*", "?", "[ab]", "[!a]", "*", "a"
 
 var propPrincipals = []string{"", "p1", "p2", "p3", "p4"}
 
+// propAskers are propPrincipals and principals whose access token names
+// groups (principal.Ref), listed or not: any principal may be in any set
+// of groups at the gateway.
+var propAskers = append(slices.Clone(propPrincipals),
+	" groups=g1", " groups=g2", " groups=g1,g2", "p1 groups=g2", "p4 groups=g1", "p2 groups=g1,g2")
+
 func propGlob(r *rand.Rand) string {
 	n := 1 + r.IntN(3)
 	var b strings.Builder
@@ -299,7 +305,7 @@ func TestReachProperty(t *testing.T) {
 					if !appliesToServer(rr, server) {
 						continue
 					}
-					for _, principal := range propPrincipals {
+					for _, principal := range propAskers {
 						for _, name := range names {
 							if decidesOracle(rt, blk, fr, rr.Scope, narrowAllow, principal, server, kind, name) {
 								t.Fatalf("seed %d: %s %q called unreachable, but it decides %q on %s for principal %q\n%s",

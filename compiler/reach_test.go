@@ -211,11 +211,11 @@ func TestRedundantDenyAndEmptyGroup(t *testing.T) {
 global: access: tool: deny_list: ["delete_*", "get_secret"]
 groups: nobody: {
 	members: []
-	global: access: tool: deny_list: ["x"]
+	global: access: tool: deny_list: ["get_x"]
 }
 `
 	wantOne(t, reachDiags(t, src, CodeRedundantDeny), 4, `"delete_*" changes no decision today`)
-	wantOne(t, reachDiags(t, src, CodeEmptyGroup), 7, "groups.nobody has no members")
+	wantOne(t, reachDiags(t, src, CodeEmptyGroup), 7, "groups.nobody has no members: its rules apply only to principals whose access token names the group")
 }
 
 func TestUIResourceDenied(t *testing.T) {

@@ -77,6 +77,7 @@ func lint(files []compiler.File, cfg *Config, cat *Catalogue) *Report {
 	}
 	res := compiler.Compile(compiler.Input{Files: files})
 	diags := res.Diagnostics
+	placeGroupFindings(files, diags)
 	diags = append(diags, catalogueDiagnostics(res.Policy, res.Table, cat)...)
 	if res.Policy != nil && cfg.MaxApprovalTimeout != compiler.DefaultMaxApprovalTimeout {
 		kept := diags[:0:0]
@@ -117,6 +118,26 @@ func lint(files []compiler.File, cfg *Config, cat *Catalogue) *Report {
 	}
 	sortFindings(rep.Findings)
 	return rep
+}
+
+// placeGroupFindings moves each empty-group finding to the key it is
+// about: the group's members, or the group's own key when it has none.
+// The compiled policy keeps no position of either (the compiler reports
+// the finding at the group's first block), so the sources are read again
+// for their keys, only when there is such a finding.
+func placeGroupFindings(files []compiler.File, diags []compiler.Diagnostic) {
+	var ev *compiler.Evaluation
+	for i, d := range diags {
+		if d.Code != compiler.CodeEmptyGroup {
+			continue
+		}
+		if ev == nil {
+			ev = compiler.Evaluate(files, compiler.PackageName, "#Policy")
+		}
+		if p := ev.KeyPos(d.Path); p.File != "" && p.Line > 0 {
+			diags[i].Pos = p
+		}
+	}
 }
 
 // silenced marks and reports the ignore comment that silences d, if any.

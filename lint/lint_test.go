@@ -324,3 +324,34 @@ func TestRulePageExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyGroupPosition: empty-group is reported at the group's members,
+// or at the group's key when it lists none, where an ignore comment for it
+// goes; not at one of its server blocks.
+func TestEmptyGroupPosition(t *testing.T) {
+	src := `mcp_servers: github: access: tool: allow_list: ["get_*"]
+groups: contractors: {
+	mcp_servers: github: access: tool: deny_list: ["get_x"]
+	members: []
+}
+groups: ops: {
+	global: access: tool: deny_list: ["get_y"]
+}
+groups: tokens: {
+	members: [] // policyc:ignore empty-group access tokens name this group
+	mcp_servers: github: access: tool: deny_list: ["get_z"]
+}
+`
+	rep := Lint(policy(src), nil)
+	got := codesAt(rep)
+	want := []string{
+		"p.cue:6:2 warning empty-group",
+		"p.cue:8:9 warning empty-group",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if rep.Suppressed != 1 {
+		t.Errorf("suppressed %d, want 1", rep.Suppressed)
+	}
+}

@@ -1251,7 +1251,9 @@ func (a *analyzer) reportShadowed(r *rrule, cover []*rrule) {
 	if len(cover) == 1 {
 		msg = fmt.Sprintf("%s: %s is wholly shadowed by %s, which comes first in this block: it never decides any name", r.path, clip.Quote(r.entry.Pattern), cover[0].describe())
 	}
-	if r.eff == effApprove {
+	// Only a deny keeps the human from being asked: an earlier approval
+	// asks as well.
+	if r.eff == effApprove && !slices.ContainsFunc(cover, func(o *rrule) bool { return o.eff != effDeny }) {
 		msg += ", so the human is never asked"
 	}
 	a.add(r, CodeShadowedRule, msg, "remove the entry, or narrow the rules that shadow it (deny_list comes before approval_list, which comes before allow_list)")

@@ -1000,6 +1000,49 @@ func (a *analyzer) witness(st []*rblock, j int, r *rrule, server string) (name s
 	})
 }
 
+// nonEmpty matches every name but the empty one.
+var nonEmpty = glob.MustParse("?*")
+
+// nonEmptyWitness searches a name other than "" that r, of block b,
+// decides for class c on server.
+func (a *analyzer) nonEmptyWitness(b *rblock, r *rrule, c *class, server string) (string, bool) {
+	if r.isLit || c == nil {
+		return "", false
+	}
+	st := a.stack(c, server, b.kind)
+	j := slices.Index(st, b)
+	if n, ok := glob.Filled(r.pat()); ok && n != "" && a.decides(st, j, r, server, n) {
+		return n, true
+	}
+	q := a.newQuery(st, j, r, server)
+	at := len(q.pats)
+	q.pats = append(q.pats, nonEmpty)
+	n, ok, _ := a.avoiding(q, j).Witness(r.pat(), q.pats, func(m []bool) bool {
+		return m[at] && q.firstInBlock(j, m) && combine(st, j, r.eff, func(i int) effect {
+			if i == j {
+				return r.eff
+			}
+			return q.effect(st, i, m)
+		}, q.uiPass(a, server, m))
+	})
+	return n, ok
+}
+
+// firstNonEmpty searches a name other than "" that r matches first in
+// its block.
+func (a *analyzer) firstNonEmpty(b *rblock, r *rrule) (string, bool) {
+	if n, ok := glob.Filled(r.pat()); ok && n != "" && b.first(n) == r {
+		return n, true
+	}
+	earlier := b.earlier(r)
+	pats := []*glob.Pattern{nonEmpty}
+	for _, o := range earlier {
+		pats = append(pats, o.pat())
+	}
+	n, ok, _ := a.search.Witness(r.pat(), pats, func(m []bool) bool { return m[0] && !slices.Contains(m[1:], true) })
+	return n, ok
+}
+
 // searchOthers finds a name r matches first in its block for which accept
 // holds of the other layers' effects (r's own layer left out) and the ui
 // check, on some server and class.
@@ -1162,6 +1205,13 @@ search:
 	switch {
 	case found:
 		rr.Status = Reachable
+		if rr.Witness == "" {
+			// No tool, prompt or resource has the empty name, and
+			// explain refuses it: quote another name when there is one.
+			if n, ok := a.nonEmptyWitness(b, r, wc, rr.WitnessServer); ok {
+				rr.Witness = n
+			}
+		}
 		a.reportPartial(b, r, earlier, rr, wc)
 		a.reportUIPartial(b, r, rr)
 	case unknown:
@@ -1412,6 +1462,11 @@ func (a *analyzer) uiSuggestion(server string) string {
 
 // reportDead explains a rule that no principal's decision ever names.
 func (a *analyzer) reportDead(b *rblock, r *rrule, example, server string, c *class) {
+	if example == "" {
+		if n, ok := a.firstNonEmpty(b, r); ok {
+			example = n
+		}
+	}
 	st := a.stack(c, server, b.kind)
 	why := a.decider(st, server, example)
 	on := ""

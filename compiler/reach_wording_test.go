@@ -26,3 +26,46 @@ func TestShadowedApprovalWording(t *testing.T) {
 		}
 	}
 }
+
+// TestWitnessNotEmpty: a finding quotes a name other than "", which no
+// item has and explain refuses, when the rule decides one.
+func TestWitnessNotEmpty(t *testing.T) {
+	src := reachChannels + `mcp_servers: s: access: tool: {
+	allow_list: ["a", "*"]
+	approval_list: ["save_*"]
+}
+groups: g: {
+	members: ["x"]
+	mcp_servers: s: access: tool: allow_list: ["*"]
+}
+global: access: tool: deny_list: ["b*"]
+`
+	ds := reachDiags(t, src, CodePartlyShadowed)
+	if len(ds) != 1 {
+		t.Fatalf("want one %s finding, got %v", CodePartlyShadowed, ds)
+	}
+	if strings.Contains(ds[0].Message, `""`) {
+		t.Errorf("quotes the empty name: %s", ds[0].Message)
+	}
+	res := Compile(Input{Files: []File{{Name: "p.cue", Data: []byte("package policy\n\n" + src)}}})
+	for _, rr := range AnalyzeReach(res.Policy, ReachOptions{}).Rules {
+		if rr.Status == Reachable && rr.Witness == "" {
+			t.Errorf("%s: witness %q", rr.Path, rr.Witness)
+		}
+	}
+	dead := `mcp_servers: s: access: tool: allow_list: ["get_*"]
+groups: g: {
+	members: ["x"]
+	mcp_servers: s: access: tool: allow_list: ["get_*", "*"]
+}
+`
+	ds = reachDiags(t, dead, CodeNarrowingNoEffect)
+	if len(ds) != 1 {
+		t.Fatalf("want one %s finding, got %v", CodeNarrowingNoEffect, ds)
+	}
+	for _, d := range ds {
+		if strings.Contains(d.Message, `""`) {
+			t.Errorf("quotes the empty name: %s", d.Message)
+		}
+	}
+}

@@ -80,6 +80,10 @@ type RuleReach struct {
 	// one in group NAME by its access token alone), a server and a name
 	// this rule decides.
 	Principal, WitnessServer, Witness string
+	// NotNormal is set on an Unreachable resource allow entry that decides
+	// URIs as written, none of which the gateway allows: every one is out
+	// of normal form, and a reading of it is denied (decide.Table.Decide).
+	NotNormal bool
 }
 
 // ReachResult is the outcome of the analysis.
@@ -109,7 +113,8 @@ func Reach(p *Policy) []Diagnostic { return AnalyzeReach(p, ReachOptions{}).Diag
 // a principal in that group alone. A rule that decides no name for any
 // principal is reported, with the reason: it is empty, a duplicate, shadowed
 // within its block, or beaten in every case by another scope or by the ui://
-// allowlist.
+// allowlist; a resource allow entry also when it matches only URIs out of
+// normal form whose normal forms no rule allows (checkNormal).
 //
 // The analysis is exact (glob.Witness over the patterns of the scopes that
 // apply) and runs block by block: a rule is only ever compared with the
@@ -171,6 +176,10 @@ type rrule struct {
 	// prefix and suffix are literal text every name the rule matches
 	// starts and ends with (see affixes).
 	prefix, suffix string
+	// shape is what the rule's literal text tells of the URIs it matches
+	// (shapeOf), once read.
+	shape     *uriShape
+	shapeRead bool
 }
 
 func (r *rrule) pat() *glob.Pattern { return r.entry.Glob }
@@ -491,6 +500,9 @@ type analyzer struct {
 	ui     map[string]*uiList
 	uiAll  *glob.Pattern
 	res    *ReachResult
+	// clean holds the answers of cleanAllowed: whether a URI in normal
+	// form may be allowed (or the search gave up).
+	clean map[cleanKey]bool
 	// search bounds every Witness search of the analysis with one budget.
 	search glob.Search
 	// work is the rules compared name by name since the budget was last
@@ -1203,6 +1215,7 @@ search:
 		}
 	}
 	switch {
+	case found && a.checkNormal(b, r, servers, classes, &rr):
 	case found:
 		rr.Status = Reachable
 		if rr.Witness == "" {

@@ -132,6 +132,7 @@ func AnalyzeReach(p *Policy, opts ReachOptions) *ReachResult {
 	for _, b := range a.blocks {
 		a.analyzeBlock(b)
 	}
+	a.reportDeadUIEntries()
 	a.reportIncomplete()
 	a.res.Diagnostics = append(a.res.Diagnostics, ApprovalTimeoutDiagnostics(p, opts.MaxApprovalTimeout)...)
 	return a.res

@@ -573,6 +573,53 @@ func (a *analyzer) allowedIn(st []*rblock, g *glob.Pattern, skip func(*rrule) bo
 	})
 }
 
+// reportDeadUIEntries reports the entries of a ui allowlist that admit no
+// URI the resource rules allow anyone: they let nothing through. Every
+// principal is judged by the server's rules and the global scope at least,
+// and other scopes only narrow, so that stack is the one searched.
+func (a *analyzer) reportDeadUIEntries() {
+	for _, name := range a.servers {
+		s := a.p.Servers[name]
+		if u := a.ui[name]; u == nil || !u.consent {
+			continue // ui-no-consent: nothing passes
+		}
+		st := a.stack(a.anyone, name, table.Resource.String())
+		for _, e := range s.UI.Allow {
+			if !validUIEntry(e.Pattern) {
+				continue // invalid-ui-pattern
+			}
+			src := escapeGlob(e.Pattern)
+			if prefix, ok := strings.CutSuffix(e.Pattern, "*"); ok {
+				src = escapeGlob(prefix) + "*"
+			} else if strings.HasSuffix(e.Pattern, "/") {
+				src += "*"
+			}
+			g, err := glob.Parse(src)
+			if err != nil {
+				continue
+			}
+			if _, found, complete := a.allowedIn(st, g, nil, nil); found || !complete {
+				continue
+			}
+			ex, _ := glob.Example(g)
+			path := fmt.Sprintf("mcp_servers.%s.ui.allow_list[%d]", name, e.Index)
+			info, _ := LookupCode(CodeUIResourceDenied)
+			a.res.Diagnostics = append(a.res.Diagnostics, Diagnostic{Pos: e.Pos, Code: CodeUIResourceDenied, Severity: info.Level, Path: path,
+				Message: fmt.Sprintf("%s: %s lets nothing through: the resource rules allow no URI it admits, for example %s is %s",
+					path, clip.Quote(e.Pattern), clip.Quote(ex), a.decider(st, name, ex)),
+				Suggestion: fmt.Sprintf("allow the URIs in mcp_servers.%s.access.resource too, or remove the entry", name)})
+		}
+	}
+}
+
+// validUIEntry reports whether a ui allowlist entry is a ui:// URI, a
+// prefix ending in * or one ending in /, as invalid-ui-pattern wants.
+func validUIEntry(p string) bool {
+	rest, ok := strings.CutPrefix(p, uiPrefix)
+	star := strings.IndexAny(rest, "*?[\\")
+	return ok && rest != "" && rest != "*" && (star < 0 || star == len(rest)-1 && rest[star] == '*')
+}
+
 // reportNotNormal reports r, which allows nothing at the gateway (sh).
 func (a *analyzer) reportNotNormal(b *rblock, r *rrule, sh *uriShape, server string, c *class) {
 	what := fmt.Sprintf("%s: %s never allows anything", r.path, clip.Quote(r.entry.Pattern))

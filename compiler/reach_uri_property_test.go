@@ -234,10 +234,11 @@ func TestURIShapesAtTheGateway(t *testing.T) {
 // TestNotNormalProperty: for random resource policies of URI patterns,
 // every entry the analysis calls dead at the gateway (NotNormal) is
 // allowed by no decision of the gateway, for any principal, on URIs its
-// patterns match.
+// patterns match; and every ui allowlist entry it calls dead lets no URI
+// through.
 func TestNotNormalProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 19))
-	var notNormal, reachable int
+	var notNormal, deadUI, reachable int
 	byKind := map[string]int{}
 	for seed := range uriSeedCount(t, 400) {
 		b := &uriBuilder{}
@@ -330,10 +331,35 @@ func TestNotNormalProperty(t *testing.T) {
 				}
 			}
 		}
+		for _, d := range res.Diagnostics {
+			if d.Code != CodeUIResourceDenied || !strings.Contains(d.Path, ".ui.allow_list[") {
+				continue
+			}
+			deadUI++
+			var e Entry
+			for _, x := range s.UI.Allow {
+				if x.Pos == d.Pos {
+					e = x
+				}
+			}
+			admits := func(u string) bool {
+				if prefix, ok := strings.CutSuffix(e.Pattern, "*"); ok {
+					return strings.HasPrefix(u, prefix)
+				}
+				return u == e.Pattern || strings.HasSuffix(e.Pattern, "/") && strings.HasPrefix(u, e.Pattern)
+			}
+			for _, u := range uris {
+				for _, who := range askers {
+					if admits(u) && rt.Decide(who, "fs", table.Resource, u).Effect == table.Allow {
+						t.Fatalf("seed %d: %s called dead, but %q passes for %q\n%s", seed, d.Path, u, who, dumpPolicy(tab))
+					}
+				}
+			}
+		}
 	}
-	t.Logf("dead at the gateway: %d entries %v; reachable: %d", notNormal, byKind, reachable)
-	if notNormal == 0 {
-		t.Errorf("the generator must produce the finding")
+	t.Logf("dead at the gateway: %d entries %v; dead ui entries: %d; reachable: %d", notNormal, byKind, deadUI, reachable)
+	if notNormal == 0 || deadUI == 0 {
+		t.Errorf("the generator must produce both findings")
 	}
 }
 

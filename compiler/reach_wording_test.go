@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/policyc/policyc/compiler"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // TestShadowedApprovalWording: an approval shadowed by an approval is still
@@ -67,5 +68,28 @@ groups: g: {
 		if strings.Contains(d.Message, `""`) {
 			t.Errorf("quotes the empty name: %s", d.Message)
 		}
+	}
+}
+
+// TestDeadUIEntry: a ui allowlist entry that admits no URI the resource
+// rules allow lets nothing through (docs/policy.md's beta* entry); the
+// entries that admit allowed URIs, and the invalid ones, are not reported.
+func TestDeadUIEntry(t *testing.T) {
+	src := reachChannels + `mcp_servers: analytics: {
+	access: resource: allow_list: ["ui://analytics/dashboard.html", "ui://analytics/charts/*"]
+	ui: {
+		allow_list: [
+			"ui://analytics/dashboard.html",
+			"ui://analytics/charts/",
+			"ui://analytics/beta*",
+		]
+		consent_channel: "page"
+	}
+}
+`
+	wantOne(t, reachDiags(t, src, CodeUIResourceDenied), 11, `mcp_servers.analytics.ui.allow_list[2]: "ui://analytics/beta*" lets nothing through`)
+	_, rt := compileDecide(t, src)
+	if d := rt.Decide("", "analytics", table.Resource, "ui://analytics/beta1"); d.Effect == table.Allow {
+		t.Errorf("ui://analytics/beta1 is allowed")
 	}
 }

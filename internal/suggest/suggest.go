@@ -8,16 +8,28 @@ import (
 )
 
 // Suggest returns the candidate closest to name when it is close enough to
-// be a misspelling of it, else "": a candidate that extends name or that
-// name extends (allow → allow_list), at any distance, or the nearest
-// within a small edit distance, whichever takes fewer edits (state_dirr is
-// state_dir, not state); on a tie, the one that extends, then the first.
+// be a misspelling of it, else "". A candidate that extends name (allow →
+// allow_list, a name cut short) wins outright, the shortest first. Else a
+// candidate that name extends, at any distance, and the nearest within a
+// small edit distance compete, and the one of fewer edits wins (state_dirr
+// is state_dir, not state); on a tie, the one name extends.
 func Suggest(name string, candidates []string) string {
+	if name == "" {
+		return ""
+	}
 	best, bestD := "", -1
 	for _, k := range candidates {
-		if len(name) > 0 && len(k) > 0 && (hasPrefix(k, name) || hasPrefix(name, k)) {
+		if len(k) > len(name) && hasPrefix(k, name) && (best == "" || len(k) < len(best)) {
+			best = k
+		}
+	}
+	if best != "" {
+		return best
+	}
+	for _, k := range candidates {
+		if k != "" && hasPrefix(name, k) {
 			// The edit distance of a prefix is the difference in length.
-			d := abs(utf8.RuneCountInString(k) - utf8.RuneCountInString(name))
+			d := utf8.RuneCountInString(name) - utf8.RuneCountInString(k)
 			if bestD < 0 || d < bestD {
 				best, bestD = k, d
 			}
@@ -30,8 +42,6 @@ func Suggest(name string, candidates []string) string {
 	}
 	return best
 }
-
-func abs(x int) int { return max(x, -x) }
 
 func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
 

@@ -55,6 +55,19 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)
 		}
 	}
+	// A name cut short is the name it starts, however near another is:
+	// the flags of policyc test, blame and compile.
+	for name, want := range map[string]string{
+		"approval_timeout": "approval_timeout_seconds",
+		"out":              "output",
+		"ser":              "server",
+		"ex":               "expires",
+	} {
+		known := []string{"allow_list", "approval_list", "approval_timeout_seconds", "at", "expires", "format", "key", "output", "rev", "run", "server"}
+		if got := Suggest(name, known); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", name, got, want)
+		}
+	}
 }
 
 // FuzzEditDistance checks the bounded edit distance against its laws: zero

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/policyc/policyc/catalog"
 	"github.com/policyc/policyc/catalog/hosts"
+	"github.com/policyc/policyc/compiler"
 	"github.com/policyc/policyc/runtime/decide"
 )
 
@@ -70,24 +72,33 @@ Examples:
   policyc export claude-code team.table.json --catalog policy/catalog -o .claude/settings.policyc.json
   policyc export cursor examples/apps --principal carol@example.com -o ~/.cursor/permissions.json
   policyc export claude-code team.signed.json --trust ci.pub --catalog policy/catalog`,
-		Args: argsRange(1, 2),
+		Args: argsRange(0, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 2 {
 				switch {
 				case !isExportTarget(args[0]):
-					return usageErrorf("%q is not a host policyc exports to: write claude-code or cursor before the table (see 'policyc export --help')", args[0])
+					hint := ""
+					if near := compiler.Suggest(args[0], exportTargets); near != "" {
+						hint = fmt.Sprintf("did you mean %s? ", near)
+					}
+					return usageErrorf("%q is not a host policyc exports to: %swrite claude-code or cursor before the table (see 'policyc export --help')", args[0], hint)
 				case target != "" && target != args[0]:
 					return usageErrorf("the host is given twice, as %s and as --target %s: give it once", args[0], target)
 				}
 				target, args = args[0], args[1:]
 			}
 			switch {
+			case len(args) == 0 && target != "":
+				return usageErrorf("which table or policy directory? policyc export %s TABLE_OR_DIR", target)
+			case len(args) == 0:
+				return usageErrorf("which host and which table? policyc export claude-code|cursor TABLE_OR_DIR (see 'policyc export --help')")
 			case target == "" && isExportTarget(args[0]):
-				return usageErrorf("export %s: which table or policy directory? (policyc export %s TABLE_OR_DIR)", args[0], args[0])
+				return usageErrorf("export %s: which table or policy directory? (policyc export %s TABLE_OR_DIR; for a directory named %s, policyc export HOST %s)", args[0], args[0], args[0], args[0])
 			case target == "":
 				return usageErrorf("which host? policyc export claude-code|cursor %s", args[0])
-			case !isExportTarget(target):
-				return usageErrorf("--target must be claude-code or cursor, got %q (see 'policyc export --help')", target)
+			}
+			if err := checkChoice("target", target, exportTargets...); err != nil {
+				return err
 			}
 			stderr := c.ErrOrStderr()
 			tr.stderr = stderr
@@ -226,5 +237,8 @@ func exportCatalog(arg, dir string) (*catalog.Catalog, error) {
 	return cat, nil
 }
 
+// exportTargets are the hosts export writes for.
+var exportTargets = []string{"claude-code", "cursor"}
+
 // isExportTarget reports whether s names a host export writes for.
-func isExportTarget(s string) bool { return s == "claude-code" || s == "cursor" }
+func isExportTarget(s string) bool { return slices.Contains(exportTargets, s) }

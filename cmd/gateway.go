@@ -350,8 +350,15 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	go func() {
 		for range hup {
 			// A refusal is logged; the serving table stays.
-			if g.Reload() == nil && pg != nil {
+			if g.Reload() != nil {
+				continue
+			}
+			if pg != nil {
 				pg.Serving(ctx, g.Table())
+			}
+			// A new table may no longer name the configured principal.
+			for _, warn := range gatewayWarnings(s, g.Table()) {
+				logger.Warn(warn)
 			}
 		}
 	}()

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,12 +110,15 @@ Examples:
 			}
 			for _, path := range kept {
 				p := filepath.Join(dir, filepath.FromSlash(path))
-				if b, err := os.ReadFile(p); err != nil || !slices.Contains(strings.Fields(string(b)), "*.key") {
+				if b, err := os.ReadFile(p); err != nil || !slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool { return strings.TrimSpace(l) == "*.key" }) {
 					fmt.Fprintf(out, "kept %s as it is: add the line *.key to it, so that a private signing key is never committed\n", filepath.ToSlash(p))
 				}
 			}
 			fmt.Fprintf(out, "\nNext: edit policy.cue, run 'policyc lint %s' and 'policyc test %s', and 'pre-commit install' to lint and test every commit.\n", filepath.ToSlash(dir), filepath.ToSlash(dir))
-			fmt.Fprintf(out, "To let CI sign tables: 'policyc keygen -o policyc-ci', commit policyc-ci.pub as keys/policyc-ci.pub, and store the text of policyc-ci.key as the secret POLICYC_SIGNING_KEY of a GitHub environment named policy-signing (docs/ci.md).\n")
+			// The key pair goes into DIR, where the .gitignore written
+			// here keeps the private key out of commits.
+			pair := path.Join(filepath.ToSlash(dir), "policyc-ci")
+			fmt.Fprintf(out, "To let CI sign tables: 'policyc keygen -o %s', commit %s.pub as keys/policyc-ci.pub, and store the text of %s.key as the secret POLICYC_SIGNING_KEY of a GitHub environment named policy-signing (docs/ci.md).\n", pair, pair, pair)
 			return nil
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -243,7 +244,8 @@ func (o *signOptions) key() (ed25519.PrivateKey, error) {
 	v, ok := os.LookupEnv(o.keyEnv)
 	if !ok || strings.TrimSpace(v) == "" {
 		hint := ""
-		if near := compiler.Suggest(o.keyEnv, environmentNames()); near != "" {
+		others := slices.DeleteFunc(environmentNames(), func(n string) bool { return n == o.keyEnv })
+		if near := compiler.Suggest(o.keyEnv, others); near != "" {
 			hint = fmt.Sprintf("; did you mean %s?", near)
 		}
 		return nil, usageErrorf("environment variable %s is unset or empty: it must hold the PEM private key (a CI secret)%s", o.keyEnv, hint)

@@ -155,6 +155,9 @@ func utf16Column(src []byte, line, column int) int {
 		}
 		src = src[i+1:]
 	}
+	if i := bytes.IndexByte(src, '\n'); i >= 0 {
+		src = src[:i]
+	}
 	if column-1 > len(src) {
 		return column
 	}

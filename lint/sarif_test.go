@@ -170,3 +170,23 @@ func TestSARIFColumnsInUTF16(t *testing.T) {
 		t.Fatalf("without the source: column %d; want %d", got, f.Pos.Column)
 	}
 }
+
+func TestUTF16Column(t *testing.T) {
+	for _, tc := range []struct {
+		src          string
+		line, column int
+		want         int
+	}{
+		{"ab", 1, 3, 3},
+		{"é😀x", 1, 7, 4},       // é is 2 bytes, 1 unit; 😀 4 bytes, 2 units
+		{"x\n\té😀y", 2, 8, 5},  // a tab is one unit, as one byte
+		{"ab\r\nééé", 1, 8, 8}, // past the line's end: the byte column stays
+		{"a\xffb", 1, 3, 3},    // an invalid byte is one unit
+		{"one line", 3, 1, 1},  // no such line
+		{"", 0, 0, 0},          // no position
+	} {
+		if got := utf16Column([]byte(tc.src), tc.line, tc.column); got != tc.want {
+			t.Errorf("utf16Column(%q, %d, %d) = %d; want %d", tc.src, tc.line, tc.column, got, tc.want)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/policyc/policyc/compiler"
@@ -285,7 +286,7 @@ func (r *Repo) Resolve(rev string) (*object.Commit, error) {
 	}
 	h, err := r.repo.ResolveRevision(plumbing.Revision(rev))
 	if err != nil {
-		if _, herr := r.Head(); errors.Is(herr, ErrNoCommits) {
+		if _, herr := r.Head(); errors.Is(herr, ErrNoCommits) && !r.hasRefs() {
 			// Nothing can be named before the first commit: say that,
 			// not that this name is unknown.
 			return nil, &RevisionError{Rev: rev, Err: fmt.Errorf("%w: commit the policy first (git add, git commit)", ErrNoCommits)}
@@ -304,6 +305,26 @@ func (r *Repo) Resolve(rev string) (*object.Commit, error) {
 		return nil, &RevisionError{Rev: rev, Err: err}
 	}
 	return c, nil
+}
+
+// hasRefs reports whether the repository has a branch or a tag: an unborn
+// HEAD (a new repository, or an orphan branch) alone does not mean there
+// is no commit to name.
+func (r *Repo) hasRefs() bool {
+	refs, err := r.repo.References()
+	if err != nil {
+		return true // say nothing of what cannot be read
+	}
+	defer refs.Close()
+	found := false
+	refs.ForEach(func(ref *plumbing.Reference) error {
+		if n := ref.Name(); n.IsBranch() || n.IsTag() || n.IsRemote() {
+			found = true
+			return storer.ErrStop
+		}
+		return nil
+	})
+	return found
 }
 
 // checkRevisionForm refuses the revision forms go-git parses but does not

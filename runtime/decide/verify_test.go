@@ -596,9 +596,6 @@ func BenchmarkLoadVerified(b *testing.B) {
 	})
 }
 
-// Two processes (a gateway reloading, policyc verify --state) recording
-// tables at once: whichever order they run in, the newer serial is what
-// the state keeps, never the older one written last.
 // A table of serial 0, the build of uncommitted changes, refused as a
 // rollback says how to go on, as a developer trying an edited policy meets
 // it at the second build; other serials' refusals do not.
@@ -632,6 +629,9 @@ func TestLoadVerifiedWorkTreeHint(t *testing.T) {
 	}
 }
 
+// Two processes (a gateway reloading, policyc verify --state) recording
+// tables at once: whichever order they run in, the newer serial is what
+// the state keeps, never the older one written last.
 func TestLoadVerifiedConcurrentState(t *testing.T) {
 	k := verifyKey(1)
 	six := verifySeal(table.PayloadType, verifyEncode(t, verifySmallTable(6, "")), k)

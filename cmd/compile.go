@@ -5,6 +5,8 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,6 +99,7 @@ Examples:
 			if src.Source.Dirty {
 				fmt.Fprintf(c.ErrOrStderr(), "policyc: note: the policy differs from HEAD (%s); the table is marked dirty and has serial 0\n", strings.Join(src.changed, ", "))
 			}
+			noteAudit(c.ErrOrStderr(), res.Table)
 			b, err := table.Encode(res.Table)
 			if err != nil {
 				return failuref("encode table: %v", err)
@@ -180,4 +183,35 @@ func compileDir(dir string, stderr io.Writer) (*compiler.Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// noteAudit says on standard error which servers of t are in audit mode:
+// a gateway serves every call of theirs, denied ones too, and only logs
+// what the rules decided. Lint reports it as audit-mode; a compile in CI
+// that does not lint would otherwise ship it unremarked.
+func noteAudit(w io.Writer, t *table.Table) {
+	var audit []string
+	for name, s := range t.Servers {
+		if s.Audit {
+			audit = append(audit, name)
+		}
+	}
+	if len(audit) == 0 {
+		return
+	}
+	slices.Sort(audit)
+	fmt.Fprintf(w, "policyc: warning: %s in audit mode: the gateway serves every request of %s, denied ones and ones held for approval too, and only logs what the rules decided (audit-mode)\n",
+		quotedServers(audit), map[bool]string{true: "it", false: "them"}[len(audit) == 1])
+}
+
+// quotedServers writes names as `server "a"` or `servers "a", "b"`.
+func quotedServers(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return "server " + q[0] + " is"
+	}
+	return "servers " + strings.Join(q, ", ") + " are"
 }

@@ -192,11 +192,10 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 	ev := compiler.Evaluate(files, Package, "#Gateway")
 	var schema []compiler.Diagnostic
 	refused := compiler.HasErrors(ev.Diagnostics)
-	if o.Use == ForPull {
-		ev.Diagnostics = slices.DeleteFunc(ev.Diagnostics, func(d compiler.Diagnostic) bool {
-			return pullOptional[d.Path] && d.CUE.Required()
-		})
-	}
+	optional := o.optional()
+	ev.Diagnostics = slices.DeleteFunc(ev.Diagnostics, func(d compiler.Diagnostic) bool {
+		return optional[d.Path] && d.CUE.Required()
+	})
 	if compiler.HasErrors(ev.Diagnostics) && ev.Value.Exists() {
 		// CUE leaves required keys unchecked beside a refused value: they
 		// are looked for here, so that they are not a second run's news.
@@ -213,7 +212,7 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 			return false
 		}
 		for _, key := range missingRequired(ev.Value, inReported) {
-			if o.Use == ForPull && pullOptional[key] {
+			if optional[key] {
 				continue
 			}
 			d := compiler.Diagnostic{Code: compiler.CodeGatewayConfig, Severity: compiler.Error, Path: key}
@@ -294,6 +293,16 @@ func Check(files []compiler.File, dir string, o Options) (*Config, []compiler.Di
 // only the running gateway uses (the table, its keys, the state directory,
 // the front clients connect to).
 var pullOptional = map[string]bool{"table": true, "trust": true, "state_dir": true, "front": true}
+
+// optional are the required keys the configuration need not set: those
+// a pull does without, and those the caller replaces (the command's
+// --table, --trust and --state set them).
+func (o Options) optional() map[string]bool {
+	if o.Use == ForPull {
+		return pullOptional
+	}
+	return map[string]bool{"table": o.Table != "", "trust": o.Trust != nil, "state_dir": o.StateDir != ""}
+}
 
 // broken says whether the schema found a problem at key, inside it, or at
 // a key that holds it.

@@ -38,6 +38,9 @@ func (a approvals) Hold(ctx context.Context, req *gateway.HoldRequest) (gateway.
 			// its own words. Only a stop is told as such.
 			v.Reason = ""
 		}
+		// A stopped replica's request stays pending in the shared
+		// store: the agent's retry on another replica joins it.
+		v.Retry = v.Reason != "" && a.g.pg != nil
 	case AnswerDuplicate:
 		v.Outcome = gateway.OutcomeDuplicate
 	case AnswerPending:

@@ -203,3 +203,44 @@ func BenchmarkAllowPathStores(b *testing.B) {
 	b.ReportMetric(float64(ms.Microseconds()), "µs-median-postgres")
 	b.ReportMetric(100*float64(ms)/float64(mf), "%-postgres/files")
 }
+
+// A replica that stops while a call is held there tells the agent that the
+// request stays pending and to repeat the call once, not that it must not
+// retry: the retry on another replica joins the request and runs once it
+// is approved.
+func TestReplicaStopTellsAgentToRetry(t *testing.T) {
+	dsn := pgtest.DB(t)
+	up := newUpstream()
+	a := openReplica(t, dsn, func(c *Config, _ *PostgresOptions) { pageOnly(c) })
+	b := openReplica(t, dsn, func(c *Config, _ *PostgresOptions) { pageOnly(c) })
+	sa, sb := newStackOn(t, a, e2ePolicy, up), newStackOn(t, b, e2ePolicy, up)
+	args := map[string]any{"number": 3}
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := sa.client(t, "alice").CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: args})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	r := pendingFor(t, a, "alice", "merge_pull_request", 1)
+	a.Close()
+	res := <-done
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "the gateway stopped") || !strings.Contains(text, "repeat the call once") || strings.Contains(text, "Do not retry") {
+		t.Fatalf("answer to a call held on a replica that stopped: %s", text)
+	}
+	retried := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := sb.client(t, "alice").CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: args})
+		if err != nil {
+			t.Error(err)
+		}
+		retried <- res
+	}()
+	waitingOn(t, r.ID, 1, b)
+	mustDecide(t, b, r.ID, VerdictApprove, ForOnce)
+	if res := <-retried; res.IsError || up.count("merge_pull_request") != 1 {
+		t.Fatalf("the retry on another replica: %s, upstream ran %d times", resultText(res), up.count("merge_pull_request"))
+	}
+}

@@ -94,6 +94,11 @@ type Verdict struct {
 	// Reason, when set, is shown to the agent: the approver's reason for a
 	// denial, or why an approved call could not run (never secrets).
 	Reason string
+	// Retry, with OutcomeTimedOut and a Reason, says the request outlives
+	// the hold (its state is shared with other gateways, where it stays
+	// pending): the agent is told to repeat the call once, which joins the
+	// request or uses its approval.
+	Retry bool
 }
 
 // Outcome is why a held call that was not approved does not run.

@@ -830,6 +830,9 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 		}
 		return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s and %s denied it%s. It did not run. %s; tell the user it was denied.", name, req, who, why, dontRouteAround)
 	case "timeout":
+		if v.Reason != "" && v.Retry {
+			return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s, and the hold ended before anyone decided: %s. It did not run; the request stays pending on the other gateways sharing its state. Reconnect and repeat the call once, with the same arguments: it joins the request, or runs if the request was approved. Do not try to reach the same effect another way.", name, req, v.Reason)
+		}
 		if v.Reason != "" {
 			return fmt.Sprintf("policyc gateway: the call to %s was held for a human's approval%s, and the hold ended before anyone decided: %s. It did not run. %s; tell the user.", name, req, v.Reason, dontRouteAround)
 		}

@@ -13,6 +13,7 @@ const (
 	CodeInvalidGlob      = "invalid-glob"
 	CodeChannelKind      = "channel-kind"
 	CodeUnknownChannel   = "unknown-channel"
+	CodeWebhookPlainHTTP = "webhook-not-https"
 	CodeApprovalNoHuman  = "approval-no-channel"
 	CodeUINoConsent      = "ui-no-consent"
 	CodeInvalidUIPattern = "invalid-ui-pattern"
@@ -94,6 +95,7 @@ var Codes = []CodeInfo{
 	{CodeChannelKind, CategoryApproval, Error, "a channel that is not exactly one of webhook or approvals_page"},
 	{CodeUnknownChannel, CategoryApproval, Error, "a reference to an approval channel that is not defined"},
 	{CodeApprovalNoHuman, CategoryApproval, Error, "approval_list entries whose server has no channel that reaches a human"},
+	{CodeWebhookPlainHTTP, CategoryApproval, Warning, "a webhook over plain http to another machine: approval requests, argument previews among them, travel in clear text"},
 	{CodeUINoConsent, CategoryUI, Error, "ui:// resources allowlisted with no consent channel that reaches a human"},
 	{CodeInvalidUIPattern, CategoryUI, Error, "a ui allowlist entry that is not exact, prefix* or prefix/"},
 	{CodeUnknownServer, CategoryScope, Warning, "rules for a server that mcp_servers does not define never apply"},
@@ -107,7 +109,7 @@ var Codes = []CodeInfo{
 	{CodeAllowNeverAllows, CategoryReach, Warning, "an allow entry that an approval or a deny of another scope always beats"},
 	{CodeNarrowingNoEffect, CategoryScope, Warning, "a global, group or principal rule that tries to widen access or repeats a hold: it changes no decision"},
 	{CodeRedundantDeny, CategoryScope, Info, "a global, group or principal deny entry whose every name is already denied"},
-	{CodeEmptyGroup, CategoryScope, Warning, "a group with rules but no members: its rules apply to no one"},
+	{CodeEmptyGroup, CategoryScope, Warning, "a group with rules but no members: its rules apply only to principals whose access token names it"},
 	{CodeUIResourceDenied, CategoryUI, Warning, "a resource allow entry that admits ui:// URIs the ui allowlist does not: they are denied"},
 	{CodeApprovalTimeout, CategoryApproval, Warning, "approval holds longer than common MCP hosts wait for a tool result"},
 	{CodeReachIncomplete, CategoryReach, Warning, "rules the analysis could not settle: one of them may never take effect unreported"},

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"fmt"
+	"net/netip"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -229,6 +231,11 @@ func (d decoder) channel(name string, v cue.Value) *Channel {
 		ch.Kind = table.ChannelWebhook
 		if u := d.str(lookup(hook, "url"), path+".webhook.url"); u != nil {
 			ch.URL = u.Value
+			if plainHTTPElsewhere(u.Value) && !d.quiet {
+				d.c.add(Diagnostic{Pos: u.Pos, Code: CodeWebhookPlainHTTP, Severity: Warning, Path: path + ".webhook.url",
+					Message:    fmt.Sprintf("%s.webhook.url: %s is plain http to another machine: the approval requests the gateway posts there, previews of the calls' arguments among them, travel in clear text", path, clip.Quote(u.Value)),
+					Suggestion: "use an https:// URL (plain http only to this machine: localhost, 127.0.0.1 or [::1])"})
+			}
 		} else if !lookup(hook, "url").Exists() && !d.quiet {
 			d.c.add(Diagnostic{Pos: d.pos(hook, path+".webhook"), Code: CodeType, Severity: Error, Path: path + ".webhook.url",
 				Message:    fmt.Sprintf("%s.webhook: url is required", path),
@@ -384,4 +391,20 @@ func (d decoder) list(v cue.Value, path, key string, globs bool) *List {
 		l.Entries = append(l.Entries, e)
 	}
 	return l
+}
+
+// plainHTTPElsewhere reports whether raw is an http:// URL whose host is
+// not this machine's loopback: what is posted there crosses a network
+// unencrypted.
+func plainHTTPElsewhere(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback()
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+
+	"github.com/policyc/policyc/runtime/gateway"
 )
 
 // migrations are the state database's schema, one numbered file per
@@ -558,10 +560,18 @@ func (s *PostgresStore) lost() error {
 	down := s.down
 	s.mu.Unlock()
 	if down {
-		return dbError(errors.New("the connection is lost; the gateway reconnects by itself"))
+		return connectionLost{dbError(errors.New("the connection is lost; the gateway reconnects by itself"))}
 	}
 	return nil
 }
+
+// connectionLost is lost's error, and is gateway.ErrUnavailable: the agent
+// whose call it refuses is told it may repeat the call later.
+type connectionLost struct{ error }
+
+func (connectionLost) Is(target error) bool { return target == gateway.ErrUnavailable }
+
+func (e connectionLost) Unwrap() error { return e.error }
 
 // watch tells apply of every request another replica changes, until the
 // store closes: by notification, and by a resync every s.resync. A lost

@@ -244,3 +244,27 @@ func TestReplicaStopTellsAgentToRetry(t *testing.T) {
 		t.Fatalf("the retry on another replica: %s, upstream ran %d times", resultText(res), up.count("merge_pull_request"))
 	}
 }
+
+// With the state database down, a call that needs a new request is told
+// that it may repeat the call later: the gateway reconnects by itself, so
+// the refusal is not final, and the answer does not say never to retry.
+func TestReplicaDatabaseDownTellsAgentLater(t *testing.T) {
+	dsn := pgtest.DB(t)
+	p := newProxy(t, "127.0.0.1:5432")
+	log := &syncLog{}
+	g := openReplica(t, strings.Replace(dsn, "127.0.0.1:5432", p.ln.Addr().String(), 1), func(c *Config, o *PostgresOptions) {
+		pageOnly(c)
+		o.Logger, o.Timeout = slogTo(log), 2*time.Second
+	})
+	cs := newStackOn(t, g, e2ePolicy, newUpstream()).client(t, "alice")
+	p.setDown(true)
+	log.waitFor(t, "lost the connection to the state database")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github__merge_pull_request", Arguments: map[string]any{"number": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := resultText(res)
+	if !res.IsError || !strings.Contains(text, "reconnects by itself") || !strings.Contains(text, "You may repeat it later") || strings.Contains(text, "Do not retry") {
+		t.Fatalf("answer to a held call with the state database down: %s", text)
+	}
+}

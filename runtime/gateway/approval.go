@@ -24,7 +24,8 @@ import (
 // verdict lets the call run, and then with exactly req.Arguments: the call
 // that was reviewed is the call that runs, once. A denial, a timeout or an
 // error reaches the client as a tool execution error (isError) telling the
-// agent not to retry or route around it.
+// agent not to retry or route around it (except Verdict.Retry and
+// ErrUnavailable, after which a retry is what it should do).
 //
 // An implementation must be safe for concurrent use. It owns what the
 // design asks of approvals beyond this: reaching a human through
@@ -75,6 +76,11 @@ type HoldRequest struct {
 	// call must not run. The gateway checks again after Hold returns.
 	Recheck func() error
 }
+
+// ErrUnavailable, matched by an error of Hold (errors.Is), says the gate
+// cannot hold calls for now (its state database is unreachable) and will
+// again by itself: the agent is told it may repeat the call later.
+var ErrUnavailable = errors.New("approvals are unavailable for now")
 
 // Verdict is the gate's answer.
 type Verdict struct {

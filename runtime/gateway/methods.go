@@ -861,6 +861,9 @@ func heldText(name, verdict string, timeout time.Duration, v Verdict, err error)
 		}
 		return fmt.Sprintf("policyc gateway: the call to %s was approved%s but did not run%s. %s; tell the user.", name, req, why, dontRouteAround)
 	}
+	if errors.Is(err, ErrUnavailable) {
+		return fmt.Sprintf("policyc gateway: the call to %s needs a human's approval, which cannot be asked for now (%v), so it did not run. You may repeat it later, with the same arguments; do not try to reach the same effect another way, and tell the user if it keeps failing.", name, err)
+	}
 	return fmt.Sprintf("policyc gateway: the call to %s needs a human's approval, which could not be obtained (%v), so it did not run. %s; tell the user.", name, err, dontRouteAround)
 }
 

@@ -88,8 +88,9 @@ while its live heap is small, for throughput; set GOMEMLIMIT to cap its
 memory, or GOGC to turn this off (docs/gateway.md, "Performance").
 
 With --check, the configuration and the table are checked, and that the
-gateway could append to its decision log (the log is left untouched); a
-summary is printed, with the approval gate's timings; nothing is started.
+gateway could append to its decision log, create files in its state
+directory and listen on its addresses (nothing is left written or
+listening); a summary is printed, with the approval gate's timings.
 
 Exit codes: 0 stopped normally (or --check passed); 1 the configuration has
 problems, including a trust key file that is missing or not a public key, a
@@ -152,6 +153,18 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	s.Gateway.Logger = logger
+	var frontLn net.Listener
+	if s.Address != "" && !o.check {
+		// The front listens before anything starts, so that an address
+		// in use stops the gateway before it connects the upstreams or
+		// accepts a table.
+		ln, err := net.Listen("tcp", s.Address)
+		if err != nil {
+			return failuref("front.http.address: %v", err)
+		}
+		defer ln.Close()
+		frontLn = ln
+	}
 	from := "--table"
 	if s.TablePos.File != "" {
 		pos := s.TablePos
@@ -262,6 +275,9 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 		t, err := gateway.Check(s.Gateway)
 		if err != nil {
 			return gatewayRefusal(err)
+		}
+		if err := checkListeners(s); err != nil {
+			return err
 		}
 		return printGatewayCheck(c.OutOrStdout(), o, s, t)
 	}
@@ -374,10 +390,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	if err != nil {
 		return withCode(ExitProblems, err)
 	}
-	ln, err := net.Listen("tcp", s.Address)
-	if err != nil {
-		return failuref("front.http.address: %v", err)
-	}
+	ln := frontLn
 	if os.Getenv("GOGC") == "" {
 		// Concurrent clients: let garbage build up to the floor
 		// (docs/gateway.md, "Performance").

@@ -66,8 +66,10 @@ func sameListener(a, b string) bool {
 
 // checkStateDir tells whether dir is a directory the gateway can keep its
 // state in. The gateway never creates it: a state directory that is gone
-// must not become a fresh start that accepts an older table.
-func checkStateDir(dir string) error {
+// must not become a fresh start that accepts an older table. With probe
+// (for --check), that the gateway may create files in it is tried too,
+// with a temporary file removed at once.
+func checkStateDir(dir string, probe bool) error {
 	if dir == "" {
 		return errors.New("an empty path names no directory")
 	}
@@ -79,9 +81,23 @@ func checkStateDir(dir string) error {
 		return unwrapPath(err)
 	case !st.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
+	case !probe:
+		return nil
 	}
+	f, err := os.CreateTemp(dir, ".policyc-gateway-check-")
+	if err != nil {
+		return &notWritableError{fmt.Errorf("the gateway cannot create files in %s: %w", dir, unwrapPath(err))}
+	}
+	f.Close()
+	os.Remove(f.Name())
 	return nil
 }
+
+// notWritableError is a state directory that exists but the gateway
+// cannot write to.
+type notWritableError struct{ error }
+
+func (e *notWritableError) Unwrap() error { return e.error }
 
 // checkDecisionLog tells whether the gateway will be able to append to its
 // decision log, without creating the file or writing to it: its directory

@@ -8,6 +8,7 @@ package config
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -402,12 +403,17 @@ func (r *reader) files() error {
 		c.StateDir = o.StateDir
 	}
 	if o.Use == ForGateway {
-		switch err := checkStateDir(c.StateDir); {
+		switch err := checkStateDir(c.StateDir, o.Probe); {
 		case err == nil:
 		case o.StateDir != "":
 			return &OverrideError{Key: "state_dir", Err: err}
 		default:
-			r.bad("state_dir", err.Error(), stateDirHint(c.StateDir))
+			hint := stateDirHint(c.StateDir)
+			var nw *notWritableError
+			if errors.As(err, &nw) {
+				hint = "let the gateway's user write to it (chown or chmod): the gateway keeps the last accepted table there, and the approval gate its lock"
+			}
+			r.bad("state_dir", err.Error(), hint)
 		}
 	}
 	switch {

@@ -297,3 +297,29 @@ func TestSelfByReference(t *testing.T) {
 		t.Fatalf("another approver: %v", err)
 	}
 }
+
+// After a restart, an approval once that no call used is over, and the
+// wait tool says so as it happened: approved, and not run because the
+// gateway stopped, not that the request expired before anyone decided.
+func TestWaitApprovedOnceLostInRestart(t *testing.T) {
+	dir := t.TempDir()
+	long := func(c *Config) { pageOnly(c); c.OnceWindow = time.Hour }
+	gate := openGate(t, dir, long)
+	s := newStack(t, gate, e2ePolicy, shortHolds)
+	id := checkpointOf(t, s.client(t, "alice"), map[string]any{"number": 7})
+	mustDecide(t, gate, id, VerdictApprove, ForOnce)
+	s.gw.Close()
+	gate.Close()
+
+	gate = openGate(t, dir, long)
+	cs := newStack(t, gate, e2ePolicy, shortHolds).client(t, "alice")
+	text, isErr, _ := waitFor(t, cs, id)
+	for _, want := range []string{"was approved once by carol", "did not run: the gateway stopped before a call used the approval", "needs a new approval"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("wait after the restart lacks %q: %s", want, text)
+		}
+	}
+	if !isErr || strings.Contains(text, "before anyone decided") {
+		t.Errorf("wait after the restart: isError %v, %s", isErr, text)
+	}
+}

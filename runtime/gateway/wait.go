@@ -181,8 +181,15 @@ func (g *Gateway) callWaitTool(ctx context.Context, principal string, r *mcp.Cal
 		text = fmt.Sprintf("policyc gateway: approval request %s (%s) was denied by %s%s. The call did not run. %s; tell the user it was denied.", id, st.Name, st.By, why, dontRouteAround)
 		res.IsError = true
 	default:
-		text = fmt.Sprintf("policyc gateway: approval request %s (%s) expired before anyone decided. The call did not run. %s; tell the user.", id, st.Name, dontRouteAround)
 		res.IsError = true
+		if st.By == "" {
+			text = fmt.Sprintf("policyc gateway: approval request %s (%s) expired before anyone decided. The call did not run. %s; tell the user.", id, st.Name, dontRouteAround)
+			break
+		}
+		// Approved once, and over unused: the approval lapsed (the
+		// gateway stopped, or no call used it in time) or could not be
+		// used.
+		text = fmt.Sprintf("policyc gateway: approval request %s (%s) was approved once by %s, but the call did not run: %s. The approval is over: a repeat of the call is not covered by it and needs a new approval. Tell the user, and repeat the call only if they ask you to; do not try to reach the same effect another way.", id, st.Name, st.By, st.Reason)
 	}
 	res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	return res, nil

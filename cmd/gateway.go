@@ -337,7 +337,7 @@ func runGateway(c *cobra.Command, o gatewayOptions) error {
 	}
 	defer g.Close()
 	serving.Store(g)
-	for _, warn := range gatewayWarnings(s, g.Table()) {
+	for _, warn := range append(listenerWarnings(s), gatewayWarnings(s, g.Table())...) {
 		logger.Warn(warn)
 	}
 	if pg != nil {

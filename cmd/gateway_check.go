@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -65,9 +66,28 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 	}
 	writeApprovalsCheck(w, s, t)
 	writeObserveCheck(w, s)
-	for _, warn := range gatewayWarnings(s, t) {
+	for _, warn := range append(listenerWarnings(s), gatewayWarnings(s, t)...) {
 		fmt.Fprintf(w, "  warning:   %s\n", warn)
 	}
+}
+
+// listenerWarnings are the HTTP listeners reached from other machines
+// with no trusted proxy in front: the gateway has no TLS, so tokens and
+// the page's cookies would cross the network in clear text there.
+func listenerWarnings(s *config.Config) []string {
+	var warns []string
+	warn := func(key, addr string, proxies []netip.Prefix) {
+		host, _, err := net.SplitHostPort(addr)
+		if addr == "" || err != nil || config.Loopback(host) || len(proxies) > 0 {
+			return
+		}
+		warns = append(warns, fmt.Sprintf("%s %q is not a loopback address: the gateway serves plain HTTP there, so tokens cross the network in clear text; put it behind a TLS-terminating proxy, named in trusted_proxies", key, addr))
+	}
+	warn("front.http.address", s.Address, s.HTTP.TrustedProxies)
+	if s.Approvals != nil {
+		warn("approvals.admin.address", s.AdminAddress, s.Admin.TrustedProxies)
+	}
+	return warns
 }
 
 // gatewayWarnings are what the configuration most likely misspells, as
@@ -346,6 +366,6 @@ func gatewayCheckReport(path string, s *config.Config, t *decide.Table) gatewayC
 	if tr := s.Observe.Tracing; tr != nil {
 		r.Tracing = &checkTracing{Endpoint: traceEndpoint(tr.Endpoint), SampleRatio: tr.SampleRatio, ServiceName: tr.ServiceName}
 	}
-	r.Warnings = gatewayWarnings(s, t)
+	r.Warnings = append(listenerWarnings(s), gatewayWarnings(s, t)...)
 	return r
 }

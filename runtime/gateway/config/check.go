@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,14 +55,27 @@ func sameListener(a, b string) bool {
 	// Go listens on every address of both families for "", "::" and
 	// 0.0.0.0 alike. One address written two ways is one address; a name
 	// is compared as written.
-	wildcard := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	if wildcard(ha) || wildcard(hb) {
+	if Wildcard(ha) || Wildcard(hb) {
 		return true
 	}
 	if ipa, ipb := net.ParseIP(ha), net.ParseIP(hb); ipa != nil && ipb != nil {
 		return ipa.Equal(ipb)
 	}
 	return ha == hb
+}
+
+// Wildcard says whether a listener on host listens on every address: Go
+// does for "", "::" and 0.0.0.0 alike.
+func Wildcard(host string) bool { return host == "" || host == "0.0.0.0" || host == "::" }
+
+// Loopback says whether a listener on host is reached from this machine
+// alone: localhost or a loopback address.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // checkStateDir tells whether dir is a directory the gateway can keep its

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -141,6 +142,11 @@ func (r *reader) approvals() {
 		// were connected: say it while reading.
 		r.bad("approvals.admin.address", fmt.Sprintf("%q is also where front.http.address (%q) listens: the admin listener needs an address of its own", ad.Address, c.Address),
 			"give it a port of its own, on an internal address")
+	} else if host, _, _ := net.SplitHostPort(ad.Address); Wildcard(host) && ad.PublicURL == "" {
+		// Links to requests would name the wildcard, which no approver
+		// can open.
+		r.bad("approvals.admin.address", fmt.Sprintf("%q listens on every address, and approvals.admin.public_url is not set: the links to requests sent to agents and webhooks would name no address an approver could open", ad.Address),
+			`set public_url to the URL approvers open, e.g. public_url: "https://approvals.example.com" (a TLS proxy in front, with trusted_proxies), or listen on one address`)
 	}
 	c.AdminAddress = ad.Address
 	c.Approvals.PageServed = true

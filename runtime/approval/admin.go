@@ -153,11 +153,11 @@ func (g *Gate) AdminHandler(opts AdminOptions) (http.Handler, error) {
 		a.clients[k] = true
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+APIPrefix+"/requests", a.api(a.apiList))
-	mux.HandleFunc("GET "+APIPrefix+"/requests/{id}", a.api(a.apiShow))
-	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/approve", a.api(a.apiDecide(VerdictApprove)))
-	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/deny", a.api(a.apiDecide(VerdictDeny)))
-	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/revoke", a.api(a.apiRevoke))
+	mux.HandleFunc("GET "+APIPrefix+"/requests", a.api(a.stored(a.apiList)))
+	mux.HandleFunc("GET "+APIPrefix+"/requests/{id}", a.api(a.stored(a.apiShow)))
+	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/approve", a.api(a.stored(a.apiDecide(VerdictApprove))))
+	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/deny", a.api(a.stored(a.apiDecide(VerdictDeny))))
+	mux.HandleFunc("POST "+APIPrefix+"/requests/{id}/revoke", a.api(a.stored(a.apiRevoke)))
 	mux.HandleFunc("GET "+APIPrefix+"/status", a.api(a.apiStatus))
 	mux.HandleFunc(APIPrefix+"/", a.api(func(*http.Request, string) (any, error) {
 		return nil, apiError(http.StatusNotFound, "no such admin API endpoint; see docs/approvals.md")
@@ -294,6 +294,19 @@ func (a *admin) api(h func(r *http.Request, approver string) (any, error)) http.
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// stored wraps a handler of the requests. A replica that lost its shared
+// store knows only the requests it had, not those made or decided since
+// on other replicas: it answers 503 rather than a list that may be
+// missing them, or a 404 for one it never heard of.
+func (a *admin) stored(h func(r *http.Request, approver string) (any, error)) func(*http.Request, string) (any, error) {
+	return func(r *http.Request, approver string) (any, error) {
+		if a.g.pg != nil && a.g.pg.lost() != nil {
+			return nil, apiError(http.StatusServiceUnavailable, "the state database is unavailable on this replica: ask another replica, or wait")
+		}
+		return h(r, approver)
 	}
 }
 

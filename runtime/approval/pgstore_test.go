@@ -884,3 +884,37 @@ func TestPostgresDecidedWhileCutOff(t *testing.T) {
 		t.Fatalf("the call held on a: %+v", o)
 	}
 }
+
+// A replica that lost its state database answers the admin API's request
+// endpoints 503, saying so, not an empty list or a 404 for requests other
+// replicas know; once it is back it answers again.
+func TestAdminAPIDatabaseDown(t *testing.T) {
+	g, p, log, _ := proxiedReplica(t, 2*time.Second)
+	srv := adminServer(t, g)
+	h := hold(context.Background(), g, call("alice", "merge", `{"pr":7}`))
+	r := pendingFor(t, g, "alice", "merge", 1)
+
+	p.setDown(true)
+	log.waitFor(t, "lost the connection to the state database")
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/requests?status=pending", ""},
+		{"GET", "/api/v1/requests/" + r.ID, ""},
+		{"GET", "/api/v1/requests/apr-madeelsewhere", ""},
+		{"POST", "/api/v1/requests/" + r.ID + "/approve", `{"for":"once"}`},
+	} {
+		var e ErrorBody
+		if st := apiCall(t, srv, carolToken, c.method, c.path, c.body, &e); st != http.StatusServiceUnavailable || e.Status != st ||
+			!strings.Contains(e.Error, "the state database is unavailable on this replica: ask another replica, or wait") {
+			t.Errorf("%s %s with the database down: %d %+v", c.method, c.path, st, e)
+		}
+	}
+
+	p.setDown(false)
+	log.waitFor(t, "reconnected to the state database")
+	var list ListView
+	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending", "", &list); st != http.StatusOK || len(list.Requests) != 1 {
+		t.Fatalf("list after the database came back: %d %+v", st, list)
+	}
+	g.Close()
+	recv(t, h)
+}

@@ -107,7 +107,7 @@ Examples:
   policyc gateway --config gateway.cue --check --format json   # the summary for scripts
   policyc gateway --config /etc/policyc/gateway
   policyc gateway --config gateway.cue --table team.signed.json --trust ci.pub --state /var/lib/policyc
-  kill -HUP $(pidof policyc)   # reload after deploying a new signed table
+  pkill -HUP -f 'policyc gateway --config /etc/policyc/gateway'   # reload this gateway after deploying a new signed table
 
 examples/local runs on a developer's machine (stdio upstreams from npm, a
 key made there); examples/team/gateway is shaped for production.`,

@@ -66,7 +66,7 @@ func writeGatewayCheck(w io.Writer, config string, s *config.Config, t *decide.T
 	}
 	writeApprovalsCheck(w, s, t)
 	writeObserveCheck(w, s)
-	for _, warn := range append(listenerWarnings(s), gatewayWarnings(s, t)...) {
+	for _, warn := range checkWarnings(s, t) {
 		fmt.Fprintf(w, "  warning:   %s\n", warn)
 	}
 }
@@ -88,6 +88,12 @@ func listenerWarnings(s *config.Config) []string {
 		warn("approvals.admin.address", s.AdminAddress, s.Admin.TrustedProxies)
 	}
 	return warns
+}
+
+// checkWarnings are the warnings of --check: the start's, and the
+// listeners that could not listen now.
+func checkWarnings(s *config.Config, t *decide.Table) []string {
+	return append(append(listenerWarnings(s), gatewayWarnings(s, t)...), busyListeners(s)...)
 }
 
 // gatewayWarnings are what the configuration most likely misspells, as
@@ -366,6 +372,6 @@ func gatewayCheckReport(path string, s *config.Config, t *decide.Table) gatewayC
 	if tr := s.Observe.Tracing; tr != nil {
 		r.Tracing = &checkTracing{Endpoint: traceEndpoint(tr.Endpoint), SampleRatio: tr.SampleRatio, ServiceName: tr.ServiceName}
 	}
-	r.Warnings = append(listenerWarnings(s), gatewayWarnings(s, t)...)
+	r.Warnings = checkWarnings(s, t)
 	return r
 }

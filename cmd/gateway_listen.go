@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -21,35 +22,41 @@ func newHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: keepAliveIdle}
 }
 
-// checkFree tells whether a listener could take addr now: it listens and
-// closes at once. A port of 0 (or none) is any free port, and needs no
-// check.
-func checkFree(key, addr string) error {
+// busyAddress says why a listener could not take addr now, or "": it
+// listens and closes at once. A port of 0 (or none) is any free port, and
+// needs no check.
+func busyAddress(key, addr string) string {
 	if addr == "" {
-		return nil
+		return ""
 	}
 	if _, port, err := net.SplitHostPort(addr); err == nil {
 		if n, err := net.LookupPort("tcp", port); err == nil && n == 0 {
-			return nil
+			return ""
 		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return failuref("%s: %v (a start would fail the same way; a gateway already serving there must stop first)", key, err)
+		return fmt.Sprintf("%s: %v: a start here fails until the address is free (a gateway serving there, the one this check may be for, must stop first)", key, err)
 	}
-	return ln.Close()
+	ln.Close()
+	return ""
 }
 
-// checkListeners tells whether every listener the configuration names
-// could listen now, for --check.
-func checkListeners(s *config.Config) error {
-	if err := checkFree("front.http.address", s.Address); err != nil {
-		return err
-	}
-	if s.Approvals != nil {
-		if err := checkFree("approvals.admin.address", s.AdminAddress); err != nil {
-			return err
+// busyListeners are --check's warnings about the listeners the
+// configuration names that could not listen now. They are warnings, not
+// refusals: a check run beside the gateway it is for, before a reload,
+// finds that gateway's own addresses taken.
+func busyListeners(s *config.Config) []string {
+	var warns []string
+	add := func(key, addr string) {
+		if w := busyAddress(key, addr); w != "" {
+			warns = append(warns, w)
 		}
 	}
-	return checkFree("observe.metrics_address", s.Observe.MetricsAddress)
+	add("front.http.address", s.Address)
+	if s.Approvals != nil {
+		add("approvals.admin.address", s.AdminAddress)
+	}
+	add("observe.metrics_address", s.Observe.MetricsAddress)
+	return warns
 }

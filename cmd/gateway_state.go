@@ -257,6 +257,11 @@ func writeGatewayStatus(w io.Writer, admin string, st *approval.GatewayStatus) e
 		fmt.Fprintf(w, "audit mode: %s (what the rules deny or hold is served, and logged as would_deny or would_hold)\n", strings.Join(names, ", "))
 	}
 	if len(st.Drift) == 0 {
+		if st.Pinned != nil && len(st.Pinned) == 0 {
+			// Not of an earlier build, whose status has no pinned list.
+			fmt.Fprintln(w, "pins off: the table pins no definition (it was compiled without a catalogue snapshot), so drift is not looked for")
+			return nil
+		}
 		fmt.Fprintln(w, "no drift: every listed item is the one the table pins")
 		return nil
 	}

@@ -227,3 +227,26 @@ func TestGatewayReplicaRollback(t *testing.T) {
 		t.Fatalf("gateway status: %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A status without drift says pins are off when the table pins nothing,
+// and that nothing drifted when it pins: a gateway of an earlier build,
+// whose status has no pinned list, is taken at its word.
+func TestGatewayStatusPinsOff(t *testing.T) {
+	for _, tc := range []struct {
+		pinned []string
+		want   string
+	}{
+		{[]string{}, "pins off: the table pins no definition"},
+		{[]string{"github"}, "no drift: every listed item is the one the table pins"},
+		{nil, "no drift: every listed item is the one the table pins"},
+	} {
+		var b strings.Builder
+		st := approval.GatewayStatus{Table: approval.TableStatus{Serial: 3, Digest: "sha256:00"}, Pinned: tc.pinned}
+		if err := writeGatewayStatus(&b, "http://127.0.0.1:1", &st); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("pinned %v: status\n%s\nwant %q", tc.pinned, b.String(), tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/policyc/policyc/runtime/gateway"
+	"github.com/policyc/policyc/runtime/table"
 )
 
 // GatewayStatus is the admin API's answer to GET /api/v1/status: what this
@@ -20,6 +21,10 @@ type GatewayStatus struct {
 	// their rules deny or hold is served, and logged as would_deny or
 	// would_hold.
 	Audit []string `json:"audit"`
+	// Pinned lists the servers whose live definitions the table pins
+	// (pins enforce or warn); none when it was compiled without a
+	// catalogue snapshot. Absent from the status of earlier builds.
+	Pinned []string `json:"pinned"`
 	// Drift lists the items whose live definition is not the one the
 	// table pins, as found at the last listing of each upstream.
 	Drift []gateway.Drift `json:"drift"`
@@ -40,15 +45,19 @@ type TableStatus struct {
 func StatusOf(g *gateway.Gateway, now time.Time) GatewayStatus {
 	t := g.Table()
 	st := GatewayStatus{Time: now, Table: TableStatus{Serial: t.Serial(), Digest: t.Digest(), Expired: t.Expired(now)},
-		Audit: []string{}, Drift: g.Drift()}
+		Audit: []string{}, Pinned: []string{}, Drift: g.Drift()}
 	if at, ok := t.Expires(); ok {
 		st.Table.Expires = &at
 	}
 	// From t itself, not g.Audited: the audit and the serial shown are
 	// then of one table, whatever a reload does meanwhile.
 	for _, name := range slices.Sorted(maps.Keys(t.Source().Servers)) {
-		if t.Source().Servers[name].Audit {
+		srv := t.Source().Servers[name]
+		if srv.Audit {
 			st.Audit = append(st.Audit, name)
+		}
+		if srv.Pins == table.PinsEnforce || srv.Pins == table.PinsWarn {
+			st.Pinned = append(st.Pinned, name)
 		}
 	}
 	if st.Drift == nil {

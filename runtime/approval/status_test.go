@@ -98,7 +98,7 @@ mcp_servers: github: {
 		t.Fatalf("status: %d", code)
 	}
 	if st.Table.Serial != 7 || st.Table.Digest != rt.Digest() || st.Table.Expires != nil || st.Table.Expired ||
-		strings.Join(st.Audit, ",") != "github" || len(st.Drift) != 0 || !st.Time.Equal(at) {
+		strings.Join(st.Audit, ",") != "github" || strings.Join(st.Pinned, ",") != "github" || len(st.Drift) != 0 || !st.Time.Equal(at) {
 		t.Fatalf("status before the drift: %+v", st)
 	}
 

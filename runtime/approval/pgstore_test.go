@@ -451,6 +451,13 @@ func (l *syncLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// count is how many times the log holds s.
+func (l *syncLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
 // waitFor waits until the log holds s.
 func (l *syncLog) waitFor(t testing.TB, s string) {
 	t.Helper()
@@ -629,10 +636,6 @@ func servedTable(t testing.TB, serial uint64, policy string) *decide.Table {
 	return rt
 }
 
-// The rollback high-water mark is the fleet's: a replica refuses a table
-// older than one another replica accepted, though it never saw that one;
-// the same serial with other content is refused too; a read-only check
-// records nothing. Each replica's serving table is shown by Status.
 // openPostgresStore opens a state database store, closed when the test ends.
 func openPostgresStore(t *testing.T, o PostgresOptions) *PostgresStore {
 	t.Helper()
@@ -644,6 +647,51 @@ func openPostgresStore(t *testing.T, o PostgresOptions) *PostgresStore {
 	return pg
 }
 
+// A replica that starts serving under a name another live replica holds
+// (another host or pid) warns: the replicas table keeps one row a name. A
+// replica recording its own row again, or a name last heard of long ago,
+// says nothing.
+func TestReplicaNameTaken(t *testing.T) {
+	dsn := pgtest.DB(t)
+	log := &syncLog{}
+	pg := openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-1", Logger: slogTo(log)})
+	ctx := context.Background()
+	t1 := servedTable(t, 1, rollbackPolicy)
+	if err := pg.Serving(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Serving(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	const warning = "another live replica has this replica's name"
+	if n := log.count(warning); n != 0 {
+		t.Fatalf("its own row again: %d warnings", n)
+	}
+	// The row as another process of that name, elsewhere, wrote it.
+	if _, err := pg.pool.Exec(ctx, `UPDATE replicas SET host = 'other-host', pid = 1, seen = clock_timestamp() WHERE name = 'eu-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Serving(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if log.count(warning) != 1 || log.count("other_host=other-host other_pid=1") != 1 {
+		t.Fatal("a live replica of the same name elsewhere: no warning naming it")
+	}
+	if _, err := pg.pool.Exec(ctx, `UPDATE replicas SET host = 'other-host', pid = 1, seen = clock_timestamp() - interval '1 hour' WHERE name = 'eu-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Serving(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
+	if n := log.count(warning); n != 1 {
+		t.Fatalf("a name last heard of an hour ago: %d warnings in all, want the 1 before", n)
+	}
+}
+
+// The rollback high-water mark is the fleet's: a replica refuses a table
+// older than one another replica accepted, though it never saw that one;
+// the same serial with other content is refused too; a read-only check
+// records nothing. Each replica's serving table is shown by Status.
 func TestSharedRollbackMark(t *testing.T) {
 	dsn := pgtest.DB(t)
 	a, b := openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-1"}), openPostgresStore(t, PostgresOptions{DSN: dsn, Replica: "eu-2"})

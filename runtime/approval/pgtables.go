@@ -80,6 +80,7 @@ func (s *PostgresStore) Serving(ctx context.Context, t *decide.Table) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	host, _ := os.Hostname()
+	s.warnNameTaken(ctx, host)
 	_, err := s.pool.Exec(ctx, `INSERT INTO replicas (name, host, pid, started, serial, digest, loaded, seen) VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp(), clock_timestamp())
 		ON CONFLICT (name) DO UPDATE SET host = $2, pid = $3, started = $4, serial = $5, digest = $6, loaded = clock_timestamp(), seen = clock_timestamp()`,
 		s.replica, host, os.Getpid(), s.started, int64(t.Serial()), t.Digest())
@@ -91,6 +92,22 @@ func (s *PostgresStore) Serving(ctx context.Context, t *decide.Table) error {
 	// Replicas gone for a week are forgotten.
 	s.pool.Exec(ctx, `DELETE FROM replicas WHERE seen < clock_timestamp() - interval '7 days'`)
 	return nil
+}
+
+// warnNameTaken logs a warning when another live replica (heard of within
+// the last 30 seconds, on another host or with another pid) holds this
+// replica's name: the replicas table keeps one row a name, so the two would
+// overwrite each other's, and gateway status would show one of them.
+func (s *PostgresStore) warnNameTaken(ctx context.Context, host string) {
+	var otherHost string
+	var otherPID int
+	err := s.pool.QueryRow(ctx, `SELECT host, pid FROM replicas WHERE name = $1 AND (host <> $2 OR pid <> $3) AND seen > clock_timestamp() - interval '30 seconds'`,
+		s.replica, host, os.Getpid()).Scan(&otherHost, &otherPID)
+	if err != nil {
+		return // none, or the insert that follows reports the database's error
+	}
+	s.logger.Warn("another live replica has this replica's name: give each its own state.postgres.replica, or 'policyc gateway status' shows only one of them",
+		"replica", s.replica, "other_host", otherHost, "other_pid", otherPID)
 }
 
 // seen marks this replica alive in the replicas table, once it serves.

@@ -2,7 +2,7 @@ package compiler
 
 import (
 	"fmt"
-	"strconv"
+	"github.com/policyc/policyc/internal/urinorm"
 	"strings"
 	"unicode/utf8"
 
@@ -81,12 +81,12 @@ func readShape(pattern string) (uriShape, bool) {
 	if colon <= 0 {
 		return uriShape{}, false
 	}
-	scheme := asciiLower(p[:colon])
+	scheme := urinorm.ASCIILower(p[:colon])
 	if !isScheme(scheme) {
 		return uriShape{}, false
 	}
 	rest := p[colon+1:]
-	hostSch, file := uriHostScheme(scheme), scheme == "file"
+	hostSch, file := urinorm.HostScheme(scheme), scheme == "file"
 	var sh uriShape
 	because := func(why string) {
 		if sh.why == "" {
@@ -173,13 +173,13 @@ func readShape(pattern string) (uriShape, bool) {
 		}
 		d := strings.ReplaceAll(decodeRounds(path), `\`, "/")
 		if full {
-			d = cleanURIPath(d)
+			d = urinorm.CleanPath(d)
 			if d == "" && hostSch {
 				d = "/"
 			}
 		} else {
 			i := strings.LastIndexByte(d, '/')
-			d = cleanURIPath(d[:i+1]) + d[i+1:]
+			d = urinorm.CleanPath(d[:i+1]) + d[i+1:]
 		}
 		normal += d
 	} else if strings.HasPrefix(rest, "//") {
@@ -224,7 +224,7 @@ func queryShape(scheme, rest string, hostSch, file bool) (uriShape, bool) {
 		prefix += "//" + host
 	}
 	body = body[:strings.IndexAny(body, "?#")]
-	path, ok := readURIPath(cleanURIPath(strings.ReplaceAll(body, `\`, "/")), hasHost)
+	path, ok := readURIPath(urinorm.CleanPath(strings.ReplaceAll(body, `\`, "/")), hasHost)
 	if !ok {
 		return uriShape{fails: true, why: "its path holds a NUL once decoded"}, true
 	}
@@ -248,15 +248,6 @@ func isScheme(s string) bool {
 	return s != ""
 }
 
-// uriHostScheme reports whether a URI of scheme always has a host.
-func uriHostScheme(scheme string) bool {
-	switch scheme {
-	case "http", "https", "ws", "wss", "ftp", "ui":
-		return true
-	}
-	return false
-}
-
 // hostNotNormal reports whether a written host, or the start of one, is
 // one no host in normal form is: with upper case, user information or a
 // percent-escape.
@@ -274,8 +265,8 @@ func simpleHost(scheme, raw string) (string, bool) {
 			return "", false
 		}
 	}
-	h := strings.TrimSuffix(asciiLower(raw), ".")
-	if (uriHostScheme(scheme) || scheme == "file") && numericHost(h) && !canonicalIPv4(h) {
+	h := strings.TrimSuffix(urinorm.ASCIILower(raw), ".")
+	if (urinorm.HostScheme(scheme) || scheme == "file") && urinorm.NumericHost(h) && !urinorm.CanonicalIPv4(h) {
 		return "", false
 	}
 	return h, true
@@ -297,13 +288,13 @@ func guessHost(raw string, complete bool) (string, bool) {
 	if complete {
 		h = strings.TrimSuffix(h, ".")
 	}
-	return asciiLower(h), true
+	return urinorm.ASCIILower(h), true
 }
 
 // hasEscape reports whether s holds a percent-escape.
 func hasEscape(s string) bool {
 	for i := 0; i+2 < len(s); i++ {
-		if s[i] == '%' && isHexDigit(s[i+1]) && isHexDigit(s[i+2]) {
+		if s[i] == '%' && urinorm.IsHex(s[i+1]) && urinorm.IsHex(s[i+2]) {
 			return true
 		}
 	}
@@ -314,7 +305,7 @@ func hasEscape(s string) bool {
 // rounds.
 func decodeRounds(s string) string {
 	for range 3 {
-		d := unescapeURI(s)
+		d := urinorm.Unescape(s)
 		if d == s {
 			break
 		}
@@ -339,106 +330,7 @@ func readURIPath(p string, afterHost bool) (string, bool) {
 	if afterHost && p != "" && p[0] != '/' {
 		p = "/" + p
 	}
-	return cleanURIPath(p), true
-}
-
-// cleanURIPath removes empty, "." and ".." segments from p as the gateway
-// does, keeping a leading slash, and a trailing one when the last segment
-// of p is empty.
-func cleanURIPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	segs := strings.Split(p, "/")
-	out := make([]string, 0, len(segs))
-	for _, seg := range segs {
-		switch seg {
-		case "", ".":
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		default:
-			out = append(out, seg)
-		}
-	}
-	r := strings.Join(out, "/")
-	if p[0] == '/' {
-		r = "/" + r
-	}
-	if segs[len(segs)-1] == "" && len(out) > 0 {
-		r += "/"
-	}
-	return r
-}
-
-// unescapeURI decodes every well-formed percent-escape of s.
-func unescapeURI(s string) string {
-	i := strings.IndexByte(s, '%')
-	if i < 0 {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	b = append(b, s[:i]...)
-	for ; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHexDigit(s[i+1]) && isHexDigit(s[i+2]) {
-			h, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
-			b = append(b, byte(h))
-			i += 2
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
-func isHexDigit(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// numericHost reports whether a URL parser reads host as an IPv4 address.
-func numericHost(host string) bool {
-	last := host[strings.LastIndexByte(host, '.')+1:]
-	if hex, ok := strings.CutPrefix(last, "0x"); ok {
-		for i := range len(hex) {
-			if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	}
-	for i := range len(last) {
-		if c := last[i]; c < '0' || c > '9' {
-			return false
-		}
-	}
-	return last != ""
-}
-
-// canonicalIPv4 reports whether host is a dotted quad as a URL parser
-// writes one.
-func canonicalIPv4(host string) bool {
-	parts := strings.Split(host, ".")
-	if len(parts) != 4 {
-		return false
-	}
-	for _, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n > 255 || strconv.Itoa(n) != p {
-			return false
-		}
-	}
-	return true
+	return urinorm.CleanPath(p), true
 }
 
 // shapeOf returns r's shape, read once.

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"github.com/policyc/policyc/internal/urinorm"
 	"strconv"
 	"strings"
 	"unicode"
@@ -95,7 +96,7 @@ func mayNotBeNormal(uri string) bool {
 			return true // upper case, userinfo, a port
 		}
 	}
-	return !pathIsClean(path) || numericHost(auth)
+	return !pathIsClean(path) || urinorm.NumericHost(auth)
 }
 
 // validScheme returns the index of the colon that ends uri's scheme, or -1
@@ -115,21 +116,10 @@ func validScheme(uri string) int {
 	return -1
 }
 
-// hostScheme reports whether a URI of scheme always has a host: a URL
-// parser reads "https:host/x", "https:/host/x" and "https:///host/x" as
-// "https://host/x", and the ui allowlist names ui://server/... URIs.
-func hostScheme(scheme string) bool {
-	switch scheme {
-	case "http", "https", "ws", "wss", "ftp", "ui":
-		return true
-	}
-	return false
-}
-
 // defaultPorts are the ports a URL parser drops.
 var defaultPorts = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443", "ftp": "21"}
 
-// pathIsClean reports, without allocating, whether cleanPath(p) is p: no
+// pathIsClean reports, without allocating, whether urinorm.CleanPath(p) is p: no
 // "." or ".." segment, and no empty one but for a leading or trailing
 // slash.
 func pathIsClean(p string) bool {
@@ -143,42 +133,6 @@ func pathIsClean(p string) bool {
 			return false
 		}
 		start = i + 1
-	}
-	return true
-}
-
-// numericHost reports whether a URL parser reads host as an IPv4 address:
-// its last label is a number ("2130706433", "127.1", "0x7f.0.0.1").
-func numericHost(host string) bool {
-	last := host[strings.LastIndexByte(host, '.')+1:]
-	if hex, ok := strings.CutPrefix(last, "0x"); ok {
-		for i := range len(hex) {
-			if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-		return true
-	}
-	for i := range len(last) {
-		if c := last[i]; c < '0' || c > '9' {
-			return false
-		}
-	}
-	return last != ""
-}
-
-// canonicalIPv4 reports whether host is a dotted quad as a URL parser
-// writes one: four decimal numbers up to 255, without leading zeros.
-func canonicalIPv4(host string) bool {
-	parts := strings.Split(host, ".")
-	if len(parts) != 4 {
-		return false
-	}
-	for _, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n > 255 || strconv.Itoa(n) != p {
-			return false
-		}
 	}
 	return true
 }
@@ -224,9 +178,9 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 		return "", nil, false
 	}
 	scheme, rest := "", uri
-	if colon := validScheme(asciiLower(uri)); colon >= 0 {
-		scheme, rest = asciiLower(uri[:colon]), uri[colon+1:]
-	} else if d, ok := decodeAll(uri); !ok || validScheme(asciiLower(d)) >= 0 {
+	if colon := validScheme(urinorm.ASCIILower(uri)); colon >= 0 {
+		scheme, rest = urinorm.ASCIILower(uri[:colon]), uri[colon+1:]
+	} else if d, ok := decodeAll(uri); !ok || validScheme(urinorm.ASCIILower(d)) >= 0 {
 		// A scheme made by decoding ("%75i://", "repo%3A//"): a server
 		// that decodes first reads one.
 		return "", nil, false
@@ -243,10 +197,10 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 		if host, ok = readHost(scheme, raw); !ok {
 			return "", nil, false
 		}
-	} else if hostScheme(scheme) {
+	} else if urinorm.HostScheme(scheme) {
 		return "", nil, false
 	}
-	if hostScheme(scheme) && host == "" {
+	if urinorm.HostScheme(scheme) && host == "" {
 		return "", nil, false
 	}
 	prefix := ""
@@ -276,7 +230,7 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 	if !ok {
 		return "", nil, false
 	}
-	if path == "" && hostScheme(scheme) {
+	if path == "" && urinorm.HostScheme(scheme) {
 		path = "/"
 	}
 	normal = prefix + path + rest[k:]
@@ -292,7 +246,7 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 	// splits and cleans it, and may decode what is left after.
 	srcs := []string{rest}
 	for s := rest; len(srcs) < 4; {
-		d := unescapeAll(s)
+		d := urinorm.Unescape(s)
 		if d == s {
 			break
 		}
@@ -310,12 +264,12 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 			// parser does (a segment that is "." or ".." once "%2e" is
 			// decoded is a dot segment; other escapes stay in their
 			// segment), or not before the rest is decoded.
-			for _, p := range []string{cleanPath(strings.ReplaceAll(body, `\`, "/")), cleanPath(dotsDecoded(body)), body} {
+			for _, p := range []string{urinorm.CleanPath(strings.ReplaceAll(body, `\`, "/")), urinorm.CleanPath(dotsDecoded(body)), body} {
 				p, ok := readPath(p, hasHost, false, false)
 				if !ok {
 					return "", nil, false
 				}
-				if p == "" && hostScheme(scheme) {
+				if p == "" && urinorm.HostScheme(scheme) {
 					p = "/"
 				}
 				add(prefix+p, false)
@@ -358,7 +312,7 @@ func readHost(scheme, raw string) (string, bool) {
 	if k := strings.LastIndexByte(host, '@'); k >= 0 {
 		host = host[k+1:] // userinfo names no other resource
 	}
-	host = asciiLower(host)
+	host = urinorm.ASCIILower(host)
 	port := ""
 	if k := strings.LastIndexByte(host, ':'); k >= 0 && !strings.Contains(host[k:], "]") {
 		host, port = host[:k], host[k+1:]
@@ -374,13 +328,13 @@ func readHost(scheme, raw string) (string, bool) {
 		}
 	}
 	host = strings.TrimSuffix(host, ".")
-	if hostScheme(scheme) || scheme == "file" {
+	if urinorm.HostScheme(scheme) || scheme == "file" {
 		for i := range len(host) {
 			if host[i] >= 0x80 {
 				return "", false // a name an IDNA mapping may turn into another
 			}
 		}
-		if numericHost(host) && !canonicalIPv4(host) || strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		if urinorm.NumericHost(host) && !urinorm.CanonicalIPv4(host) || strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
 			return "", false // another address, or a port left in the host
 		}
 	}
@@ -409,7 +363,7 @@ func readPath(p string, afterHost, fileNoHost, strict bool) (string, bool) {
 	if afterHost && p != "" && p[0] != '/' {
 		p = "/" + p
 	}
-	return cleanPath(p), true
+	return urinorm.CleanPath(p), true
 }
 
 // decodeAll decodes the percent-escapes of s until none is left, as a
@@ -418,88 +372,13 @@ func readPath(p string, afterHost, fileNoHost, strict bool) (string, bool) {
 // character.
 func decodeAll(s string) (string, bool) {
 	rounds := 0
-	for d := unescapeAll(s); d != s; d = unescapeAll(s) {
+	for d := urinorm.Unescape(s); d != s; d = urinorm.Unescape(s) {
 		if rounds++; rounds > 3 {
 			return s, false // escaped over and over: no honest URI is
 		}
 		s = d
 	}
 	return s, !hasControl(s)
-}
-
-// cleanPath removes empty, "." and ".." segments from p (".." above the
-// root goes nowhere), keeping a leading slash, and a trailing one when the
-// last segment of p is empty.
-func cleanPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	segs := strings.Split(p, "/")
-	out := make([]string, 0, len(segs))
-	for _, seg := range segs {
-		switch seg {
-		case "", ".":
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		default:
-			out = append(out, seg)
-		}
-	}
-	r := strings.Join(out, "/")
-	if p[0] == '/' {
-		r = "/" + r
-	}
-	if segs[len(segs)-1] == "" && len(out) > 0 {
-		r += "/"
-	}
-	return r
-}
-
-// unescapeAll decodes every well-formed percent-escape of s; a "%" that
-// does not start one stays as it is.
-func unescapeAll(s string) string {
-	i := strings.IndexByte(s, '%')
-	if i < 0 {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	b = append(b, s[:i]...)
-	for ; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
-			i += 2
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
-
-// asciiLower is s with A-Z in lower case, and every other byte as it is.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 func hasControl(s string) bool {

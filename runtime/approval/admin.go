@@ -303,12 +303,16 @@ func (a *admin) api(h func(r *http.Request, approver string) (any, error)) http.
 // missing them, or a 404 for one it never heard of.
 func (a *admin) stored(h func(r *http.Request, approver string) (any, error)) func(*http.Request, string) (any, error) {
 	return func(r *http.Request, approver string) (any, error) {
-		if a.g.pg != nil && a.g.pg.lost() != nil {
+		if a.storeLost() {
 			return nil, apiError(http.StatusServiceUnavailable, "the state database is unavailable on this replica: ask another replica, or wait")
 		}
 		return h(r, approver)
 	}
 }
+
+// storeLost reports whether this replica lost its shared store: what it
+// knows of the requests may then miss those made or decided elsewhere.
+func (a *admin) storeLost() bool { return a.g.pg != nil && a.g.pg.lost() != nil }
 
 // writeJSON answers v as JSON. The values are as the gate keeps them,
 // agent-supplied text included; characters that could steer a terminal

@@ -329,6 +329,9 @@ func (a *admin) listPage(w http.ResponseWriter, r *http.Request, s *pageSession)
 	if len(errs) > 0 {
 		status, d.Error = http.StatusBadRequest, strings.Join(errs, " ")+" The list starts again at its first page."
 	}
+	if a.storeLost() {
+		status, d.Error = http.StatusServiceUnavailable, storeLostText+" "+d.Error
+	}
 	a.render(w, status, d)
 }
 
@@ -351,13 +354,26 @@ func (a *admin) section(list []Request, cursor string, oldestFirst bool, approve
 }
 
 func (a *admin) requestPage(w http.ResponseWriter, r *http.Request, s *pageSession) {
+	if a.storeLost() {
+		a.showRequest(w, http.StatusServiceUnavailable, r.PathValue("id"), s, storeLostText, "")
+		return
+	}
 	a.showRequest(w, http.StatusOK, r.PathValue("id"), s, "", "")
 }
+
+// storeLostText is what the page says while this replica has lost its
+// state database: as the admin API's 503, but the page shows what it has.
+const storeLostText = "The state database is unavailable on this replica: this page may miss requests made or decided on other replicas since, and a decision here cannot be saved. Use another replica, or wait."
 
 func (a *admin) showRequest(w http.ResponseWriter, status int, id string, s *pageSession, errText, notice string) {
 	q, ok := a.g.Get(id)
 	if !ok {
-		a.render(w, http.StatusNotFound, &pageData{Title: "No such request", Approver: s.approver, CSRF: s.csrf, Error: fmt.Sprintf("There is no approval request %q. It may have been removed after its retention period; the audit log still has it.", id)})
+		st, msg := http.StatusNotFound, fmt.Sprintf("There is no approval request %q. It may have been removed after its retention period; the audit log still has it.", id)
+		if a.storeLost() {
+			// Made on another replica, perhaps, since this one lost track.
+			st, msg = http.StatusServiceUnavailable, storeLostText
+		}
+		a.render(w, st, &pageData{Title: "No such request", Approver: s.approver, CSRF: s.csrf, Error: msg})
 		return
 	}
 	c := a.card(q, s.approver)

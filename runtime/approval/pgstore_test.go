@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -957,8 +958,22 @@ func TestAdminAPIDatabaseDown(t *testing.T) {
 		}
 	}
 
+	// The page shows what it has, saying it may miss requests.
+	b := newBrowser(t, srv)
+	if st, _, _ := b.do("POST", "/login", url.Values{"token": {carolToken}}, nil); st != http.StatusSeeOther {
+		t.Fatalf("sign-in with the database down: %d", st)
+	}
+	for _, path := range []string{"/approvals", "/approvals/" + r.ID, "/approvals/apr-madeelsewhere"} {
+		if st, body, _ := b.do("GET", path, nil, nil); st != http.StatusServiceUnavailable || !strings.Contains(body, "The state database is unavailable on this replica") {
+			t.Errorf("page %s with the database down: %d\n%s", path, st, body)
+		}
+	}
+
 	p.setDown(false)
 	log.waitFor(t, "reconnected to the state database")
+	if st, body, _ := b.do("GET", "/approvals", nil, nil); st != http.StatusOK || strings.Contains(body, "The state database is unavailable") {
+		t.Errorf("page after the database came back: %d", st)
+	}
 	var list ListView
 	if st := apiCall(t, srv, carolToken, "GET", "/api/v1/requests?status=pending", "", &list); st != http.StatusOK || len(list.Requests) != 1 {
 		t.Fatalf("list after the database came back: %d %+v", st, list)

@@ -64,10 +64,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			arg := "."
-			if len(args) == 1 {
-				arg = args[0]
-			}
+			arg := dirArg(args)
 			repo, rel, err := openRepo(repoDir, arg)
 			if err != nil {
 				return err

@@ -6,7 +6,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -78,10 +77,7 @@ Examples:
   policyc compile --require-clean policy -o table.json`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			arg := "."
-			if len(args) == 1 {
-				arg = args[0]
-			}
+			arg := dirArg(args)
 			var src *policySource
 			var err error
 			if rev != "" {
@@ -200,18 +196,9 @@ func noteAudit(w io.Writer, t *table.Table) {
 		return
 	}
 	slices.Sort(audit)
-	fmt.Fprintf(w, "policyc: warning: %s in audit mode: the gateway serves every request of %s, denied ones and ones held for approval too, and only logs what the rules decided (audit-mode)\n",
-		quotedServers(audit), map[bool]string{true: "it", false: "them"}[len(audit) == 1])
-}
-
-// quotedServers writes names as `server "a"` or `servers "a", "b"`.
-func quotedServers(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = strconv.Quote(n)
+	what, it := "server "+quoted(audit)+" is", "it"
+	if len(audit) > 1 {
+		what, it = "servers "+quoted(audit)+" are", "them"
 	}
-	if len(q) == 1 {
-		return "server " + q[0] + " is"
-	}
-	return "servers " + strings.Join(q, ", ") + " are"
+	fmt.Fprintf(w, "policyc: warning: %s in audit mode: the gateway serves every request of %s, denied ones and ones held for approval too, and only logs what the rules decided (audit-mode)\n", what, it)
 }

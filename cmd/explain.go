@@ -62,10 +62,7 @@ Examples:
 				return err
 			}
 			tr.stderr = c.ErrOrStderr()
-			arg := "."
-			if len(args) == 1 {
-				arg = args[0]
-			}
+			arg := dirArg(args)
 			t, root, err := loadPolicyOrTable(arg, &tr, c.ErrOrStderr())
 			if err != nil {
 				return err

@@ -75,10 +75,7 @@ Examples:
   policyc init mcp-policy && cd mcp-policy && git init && pre-commit install`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
+			dir := dirArg(args)
 			var files []starterFile
 			var existing, kept []string
 			for _, f := range starterFiles() {

@@ -80,10 +80,7 @@ Examples:
 			if err := checkChoice("color", color, "auto", "always", "never"); err != nil {
 				return err
 			}
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
+			dir := dirArg(args)
 			stderr := c.ErrOrStderr()
 
 			var files []compiler.File

@@ -105,6 +105,15 @@ var commands []func() *cobra.Command
 
 func register(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
 
+// dirArg is the optional DIR argument of a command whose only argument
+// it is: the current directory when it is not given.
+func dirArg(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "."
+}
+
 // exactArgs and friends return usage errors with the right exit code.
 func argsRange(lo, hi int) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {

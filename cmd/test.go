@@ -77,10 +77,7 @@ Examples:
   policyc test --coverage-min 90 --format github examples/apps`,
 		Args: argsRange(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
+			dir := dirArg(args)
 			return runTest(c, dir, f)
 		},
 	}

@@ -291,9 +291,7 @@ func (d decoder) server(name string, v cue.Value) *Server {
 
 // checkUIPattern accepts exactly the three forms SEP-1865 allowlists use.
 func (d decoder) checkUIPattern(e Entry, path string) {
-	rest := strings.TrimPrefix(e.Pattern, "ui://")
-	star := strings.IndexAny(rest, "*?[\\")
-	if star >= 0 && !(star == len(rest)-1 && rest[star] == '*') || rest == "" || rest == "*" {
+	if !validUIEntry(e.Pattern) {
 		d.c.add(Diagnostic{Pos: e.Pos, Code: CodeInvalidUIPattern, Severity: Error, Path: path,
 			Message:    fmt.Sprintf("%s: %s is not an exact ui:// URI, a prefix ending in *, or a prefix ending in /", path, clip.Quote(e.Pattern)),
 			Suggestion: `write "ui://server/app.html", "ui://server/app*" or "ui://server/"`})

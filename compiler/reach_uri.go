@@ -77,14 +77,11 @@ func literalPrefix(pattern string) (lit string, end int, full bool) {
 // tell).
 func readShape(pattern string) (uriShape, bool) {
 	p, end, full := literalPrefix(pattern)
-	colon := strings.IndexByte(p, ':')
-	if colon <= 0 {
+	colon := urinorm.SchemeEnd(urinorm.ASCIILower(p))
+	if colon < 0 {
 		return uriShape{}, false
 	}
 	scheme := urinorm.ASCIILower(p[:colon])
-	if !isScheme(scheme) {
-		return uriShape{}, false
-	}
 	rest := p[colon+1:]
 	hostSch, file := urinorm.HostScheme(scheme), scheme == "file"
 	var sh uriShape
@@ -150,7 +147,7 @@ func readShape(pattern string) (uriShape, bool) {
 		path, pathKnown = rest, true
 	}
 	if pathKnown {
-		if hasEscape(path) {
+		if urinorm.Unescape(path) != path {
 			because("its path has percent-escapes, which the gateway decodes")
 		}
 		if strings.ContainsRune(path, '\\') {
@@ -171,7 +168,7 @@ func readShape(pattern string) (uriShape, bool) {
 		if full && path == "" && hostSch && strings.HasPrefix(rest, "//") {
 			because(`it has no path, and the gateway reads an empty path as "/"`)
 		}
-		d := strings.ReplaceAll(decodeRounds(path), `\`, "/")
+		d := strings.ReplaceAll(decoded(path), `\`, "/")
 		if full {
 			d = urinorm.CleanPath(d)
 			if d == "" && hostSch {
@@ -224,7 +221,7 @@ func queryShape(scheme, rest string, hostSch, file bool) (uriShape, bool) {
 		prefix += "//" + host
 	}
 	body = body[:strings.IndexAny(body, "?#")]
-	path, ok := readURIPath(urinorm.CleanPath(strings.ReplaceAll(body, `\`, "/")), hasHost)
+	path, ok := urinorm.ReadPath(urinorm.CleanPath(strings.ReplaceAll(body, `\`, "/")), hasHost, false, false)
 	if !ok {
 		return uriShape{fails: true, why: "its path holds a NUL once decoded"}, true
 	}
@@ -235,24 +232,11 @@ func queryShape(scheme, rest string, hostSch, file bool) (uriShape, bool) {
 	return sh, true
 }
 
-// isScheme reports whether s is a URI scheme in lower case.
-func isScheme(s string) bool {
-	for i := range len(s) {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
-
 // hostNotNormal reports whether a written host, or the start of one, is
 // one no host in normal form is: with upper case, user information or a
 // percent-escape.
 func hostNotNormal(raw string) bool {
-	return strings.ContainsAny(raw, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@") || hasEscape(raw)
+	return strings.ContainsAny(raw, "ABCDEFGHIJKLMNOPQRSTUVWXYZ@") || urinorm.Unescape(raw) != raw
 }
 
 // simpleHost returns the normal form of a written host of letters, digits,
@@ -275,7 +259,7 @@ func simpleHost(scheme, raw string) (string, bool) {
 // guessHost is a host written otherwise, decoded and in lower case, without
 // user information, for the suggestion; false when it cannot tell.
 func guessHost(raw string, complete bool) (string, bool) {
-	h := decodeRounds(raw)
+	h := decoded(raw)
 	if strings.ContainsAny(h, "/?#\\ %:[]") {
 		return "", false
 	}
@@ -289,48 +273,6 @@ func guessHost(raw string, complete bool) (string, bool) {
 		h = strings.TrimSuffix(h, ".")
 	}
 	return urinorm.ASCIILower(h), true
-}
-
-// hasEscape reports whether s holds a percent-escape.
-func hasEscape(s string) bool {
-	for i := 0; i+2 < len(s); i++ {
-		if s[i] == '%' && urinorm.IsHex(s[i+1]) && urinorm.IsHex(s[i+2]) {
-			return true
-		}
-	}
-	return false
-}
-
-// decodeRounds decodes the escapes of s as the gateway does, up to three
-// rounds.
-func decodeRounds(s string) string {
-	for range 3 {
-		d := urinorm.Unescape(s)
-		if d == s {
-			break
-		}
-		s = d
-	}
-	return s
-}
-
-// readURIPath is the gateway's reading of a path p split where written:
-// decoded (up to three rounds), backslashes as slashes, cleaned, with a
-// leading slash after a host; false when it holds a NUL, or starts with
-// "//" where no host was written.
-func readURIPath(p string, afterHost bool) (string, bool) {
-	p = decodeRounds(p)
-	if strings.ContainsRune(p, 0) {
-		return "", false
-	}
-	p = strings.ReplaceAll(p, `\`, "/")
-	if !afterHost && strings.HasPrefix(p, "//") {
-		return "", false
-	}
-	if afterHost && p != "" && p[0] != '/' {
-		p = "/" + p
-	}
-	return urinorm.CleanPath(p), true
 }
 
 // shapeOf returns r's shape, read once.
@@ -554,4 +496,11 @@ func (a *analyzer) checkNormal(b *rblock, r *rrule, servers []string, classes []
 	rr.Status, rr.NotNormal = Unreachable, true
 	rr.Principal, rr.WitnessServer, rr.Witness = "", "", ""
 	return true
+}
+
+// decoded is s with its escapes decoded as the gateway decodes them, up to
+// three rounds.
+func decoded(s string) string {
+	d, _ := urinorm.DecodeAll(s)
+	return d
 }

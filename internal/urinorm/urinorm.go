@@ -130,3 +130,67 @@ func ASCIILower(s string) string {
 	}
 	return string(b)
 }
+
+// SchemeEnd returns the index of the colon that ends uri's scheme, or -1
+// when uri does not start with a lower-case scheme (ALPHA *(ALPHA / DIGIT
+// / "+" / "-" / ".") followed by ":").
+func SchemeEnd(uri string) int {
+	for i := range len(uri) {
+		switch c := uri[i]; {
+		case 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case i > 0 && c == ':':
+			return i
+		default:
+			return -1
+		}
+	}
+	return -1
+}
+
+// ReadPath is path p decoded, with backslashes as slashes and cleaned. A
+// path after a host starts with a slash. strict refuses a control
+// character and escapes left after three rounds (the path as split where
+// written); a NUL is refused anyway. A decoded path that starts with "//"
+// where no host was written is refused (a server that decodes first reads
+// a host there): a path without a host, or of a file: URI written without
+// "//" (fileNoHost).
+func ReadPath(p string, afterHost, fileNoHost, strict bool) (string, bool) {
+	p, ok := DecodeAll(p)
+	if strings.ContainsRune(p, 0) || strict && !ok {
+		return "", false
+	}
+	p = strings.ReplaceAll(p, `\`, "/")
+	if (!afterHost || fileNoHost) && strings.HasPrefix(p, "//") {
+		return "", false
+	}
+	if afterHost && p != "" && p[0] != '/' {
+		p = "/" + p
+	}
+	return CleanPath(p), true
+}
+
+// DecodeAll decodes the percent-escapes of s until none is left, as a
+// server may decode twice; ok is false when some are left after three
+// rounds (s is then as far as it got), or the result holds a control
+// character.
+func DecodeAll(s string) (string, bool) {
+	rounds := 0
+	for d := Unescape(s); d != s; d = Unescape(s) {
+		if rounds++; rounds > 3 {
+			return s, false // escaped over and over: no honest URI is
+		}
+		s = d
+	}
+	return s, !HasControl(s)
+}
+
+// HasControl reports whether s holds an ASCII control character.
+func HasControl(s string) bool {
+	for i := range len(s) {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}

@@ -76,7 +76,7 @@ func mayNotBeNormal(uri string) bool {
 			return true // also any space, and non-ASCII (perhaps Unicode space)
 		}
 	}
-	colon := validScheme(uri)
+	colon := urinorm.SchemeEnd(uri)
 	if colon < 0 {
 		return true // no scheme (or one in upper case): read it
 	}
@@ -97,23 +97,6 @@ func mayNotBeNormal(uri string) bool {
 		}
 	}
 	return !pathIsClean(path) || urinorm.NumericHost(auth)
-}
-
-// validScheme returns the index of the colon that ends uri's scheme, or -1
-// when uri does not start with a lower-case scheme (ALPHA *(ALPHA / DIGIT
-// / "+" / "-" / ".") followed by ":").
-func validScheme(uri string) int {
-	for i := range len(uri) {
-		switch c := uri[i]; {
-		case 'a' <= c && c <= 'z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		case i > 0 && c == ':':
-			return i
-		default:
-			return -1
-		}
-	}
-	return -1
 }
 
 // defaultPorts are the ports a URL parser drops.
@@ -168,7 +151,7 @@ func normalURI(uri string) (n string, ok bool) {
 // the scheme always has one; or escapes left after three rounds of
 // decoding in the path.
 func readURI(uri string) (normal string, readings []reading, ok bool) {
-	if uri == "" || hasControl(uri) {
+	if uri == "" || urinorm.HasControl(uri) {
 		return "", nil, false
 	}
 	if r, _ := utf8.DecodeRuneInString(uri); unicode.IsSpace(r) {
@@ -178,9 +161,9 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 		return "", nil, false
 	}
 	scheme, rest := "", uri
-	if colon := validScheme(urinorm.ASCIILower(uri)); colon >= 0 {
+	if colon := urinorm.SchemeEnd(urinorm.ASCIILower(uri)); colon >= 0 {
 		scheme, rest = urinorm.ASCIILower(uri[:colon]), uri[colon+1:]
-	} else if d, ok := decodeAll(uri); !ok || validScheme(urinorm.ASCIILower(d)) >= 0 {
+	} else if d, ok := urinorm.DecodeAll(uri); !ok || urinorm.SchemeEnd(urinorm.ASCIILower(d)) >= 0 {
 		// A scheme made by decoding ("%75i://", "repo%3A//"): a server
 		// that decodes first reads one.
 		return "", nil, false
@@ -226,7 +209,7 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 	if k < 0 {
 		k = len(rest)
 	}
-	path, ok := readPath(rest[:k], hasHost, scheme == "file" && !strings.HasPrefix(uri[len(scheme)+1:], "//"), true)
+	path, ok := urinorm.ReadPath(rest[:k], hasHost, scheme == "file" && !strings.HasPrefix(uri[len(scheme)+1:], "//"), true)
 	if !ok {
 		return "", nil, false
 	}
@@ -265,7 +248,7 @@ func readURI(uri string) (normal string, readings []reading, ok bool) {
 			// decoded is a dot segment; other escapes stay in their
 			// segment), or not before the rest is decoded.
 			for _, p := range []string{urinorm.CleanPath(strings.ReplaceAll(body, `\`, "/")), urinorm.CleanPath(dotsDecoded(body)), body} {
-				p, ok := readPath(p, hasHost, false, false)
+				p, ok := urinorm.ReadPath(p, hasHost, false, false)
 				if !ok {
 					return "", nil, false
 				}
@@ -305,7 +288,7 @@ func dotsDecoded(p string) string {
 // readHost is the written host raw of a URI of scheme, decoded and in
 // normal form; ok is false when it is not sound.
 func readHost(scheme, raw string) (string, bool) {
-	host, ok := decodeAll(raw)
+	host, ok := urinorm.DecodeAll(raw)
 	if !ok || strings.ContainsAny(host, "/?#\\ ") {
 		return "", false
 	}
@@ -342,50 +325,4 @@ func readHost(scheme, raw string) (string, bool) {
 		host += ":" + port
 	}
 	return host, true
-}
-
-// readPath is path p decoded, with backslashes as slashes and cleaned. A
-// path after a host starts with a slash. strict refuses a control
-// character and escapes left after three rounds (the path as split where
-// written); a NUL is refused anyway. A decoded path that starts with "//"
-// where no host was written is refused (a server that decodes first reads
-// a host there): a path without a host, or of a file: URI written without
-// "//" (fileNoHost).
-func readPath(p string, afterHost, fileNoHost, strict bool) (string, bool) {
-	p, ok := decodeAll(p)
-	if strings.ContainsRune(p, 0) || strict && !ok {
-		return "", false
-	}
-	p = strings.ReplaceAll(p, `\`, "/")
-	if (!afterHost || fileNoHost) && strings.HasPrefix(p, "//") {
-		return "", false
-	}
-	if afterHost && p != "" && p[0] != '/' {
-		p = "/" + p
-	}
-	return urinorm.CleanPath(p), true
-}
-
-// decodeAll decodes the percent-escapes of s until none is left, as a
-// server may decode twice; ok is false when some are left after three
-// rounds (s is then as far as it got), or the result holds a control
-// character.
-func decodeAll(s string) (string, bool) {
-	rounds := 0
-	for d := urinorm.Unescape(s); d != s; d = urinorm.Unescape(s) {
-		if rounds++; rounds > 3 {
-			return s, false // escaped over and over: no honest URI is
-		}
-		s = d
-	}
-	return s, !hasControl(s)
-}
-
-func hasControl(s string) bool {
-	for i := range len(s) {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return true
-		}
-	}
-	return false
 }
